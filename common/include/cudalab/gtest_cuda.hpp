@@ -1,0 +1,147 @@
+// GoogleTest glue for CUDA tests: a fixture that skips (with the reason) where there is no usable
+// GPU, an environment that records the GPU's facts once per run, and the small-size mode that the
+// grader's sanitizer stage uses to keep its runs short.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+// Skip the current test with a reason the grader can read: gtest's JSON output drops skip messages,
+// so the reason is also recorded as the property skip_reason. Usage: CUDALAB_SKIP("why " << n);
+#define CUDALAB_SKIP(message)                                      \
+  do {                                                             \
+    std::ostringstream cudalab_skip_reason_;                       \
+    cudalab_skip_reason_ << message;                               \
+    ::testing::Test::RecordProperty("skip_reason", cudalab_skip_reason_.str()); \
+    GTEST_SKIP() << cudalab_skip_reason_.str();                    \
+  } while (0)
+
+namespace cudalab {
+
+struct DeviceStatus {
+  bool available = false;
+  std::string reason;  // why not, when unavailable
+};
+
+// Asked once per process, lazily: test binaries do no CUDA work before main, so
+// --gtest_list_tests works on a machine without a GPU.
+inline const DeviceStatus& device_status() {
+  static const DeviceStatus status = [] {
+    DeviceStatus s;
+    int count = 0, driver = 0;
+    cudaDriverGetVersion(&driver);
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (driver == 0) {
+      s.reason = "no NVIDIA driver is installed on this machine";
+      cudaGetLastError();
+    } else if (err != cudaSuccess) {
+      s.reason = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+      cudaGetLastError();  // clear it, so later checks do not see it
+    } else if (count == 0) {
+      s.reason = "no CUDA device is visible";
+    } else {
+      s.available = true;
+    }
+    return s;
+  }();
+  return status;
+}
+
+// CUDALAB_SMALL=1: tests skip their large sizes and perf tests skip entirely. compute-sanitizer runs
+// 10-100x slower than the bare program, so the grader's sanitizer stage sets this.
+inline bool small_mode() {
+  const char* v = std::getenv("CUDALAB_SMALL");
+  return v != nullptr && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0;
+}
+// Sizes above this are "large" (skipped in small mode).
+constexpr std::size_t kSmallModeMaxElements = std::size_t{1} << 16;
+
+// Base fixture for every test that touches the GPU.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!device_status().available) CUDALAB_SKIP("no CUDA device (" << device_status().reason << ")");
+  }
+  void TearDown() override {
+    if (!device_status().available) return;
+    // An error left pending by the code under test would otherwise be blamed on the next test.
+    const cudaError_t pending = cudaGetLastError();
+    if (pending != cudaSuccess) {
+      ADD_FAILURE() << "CUDA error " << cudaGetErrorName(pending) << " (" << cudaGetErrorString(pending)
+                    << ") was left pending after the test: a launch or call went unchecked";
+    }
+  }
+};
+
+template <class Param>
+class GpuTestWithParam : public GpuTest, public ::testing::WithParamInterface<Param> {};
+
+// Records the GPU and toolkit as top-level properties of the run (gtest JSON: root attributes).
+class CudaEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    using ::testing::Test;
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    Test::RecordProperty("cuda_runtime_version", runtime);
+    Test::RecordProperty("cuda_driver_version", driver);
+    Test::RecordProperty("small_mode", small_mode() ? "true" : "false");
+    const DeviceStatus& status = device_status();
+    if (!status.available) {
+      Test::RecordProperty("gpu_name", "none");
+      Test::RecordProperty("gpu_unavailable_reason", status.reason);
+      std::printf("cudalab: no CUDA device (%s); tests that need a GPU are skipped.\n",
+                  status.reason.c_str());
+      return;
+    }
+    int device = 0;
+    cudaGetDevice(&device);
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, device);
+    int sm_clock_khz = 0, mem_clock_khz = 0, bus_bits = 0;
+    cudaDeviceGetAttribute(&sm_clock_khz, cudaDevAttrClockRate, device);
+    cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device);
+    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    Test::RecordProperty("gpu_name", prop.name);
+    Test::RecordProperty("gpu_compute_capability",
+                         std::to_string(prop.major) + "." + std::to_string(prop.minor));
+    Test::RecordProperty("gpu_sm_count", prop.multiProcessorCount);
+    Test::RecordProperty("gpu_sm_clock_mhz", sm_clock_khz / 1000);
+    Test::RecordProperty("gpu_memory_mib", static_cast<int>(prop.totalGlobalMem >> 20));
+    Test::RecordProperty("gpu_l2_bytes", prop.l2CacheSize);
+    // Theoretical DRAM bandwidth: two transfers per memory clock over the whole bus.
+    const double peak_gbps = 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8) / 1e9;
+    Test::RecordProperty("gpu_dram_peak_gbps", static_cast<int>(peak_gbps));
+  }
+};
+
+}  // namespace cudalab
+
+// Skip a size that small mode leaves out: CUDALAB_SKIP_IF_LARGE(n);
+#define CUDALAB_SKIP_IF_LARGE(n)                                                            \
+  do {                                                                                      \
+    if (::cudalab::small_mode() && static_cast<std::size_t>(n) > ::cudalab::kSmallModeMaxElements) \
+      CUDALAB_SKIP("small mode (CUDALAB_SMALL): size " << (n) << " left out");              \
+  } while (0)
+
+// Perf tests do nothing in small mode.
+#define CUDALAB_SKIP_PERF_IN_SMALL_MODE()                                                   \
+  do {                                                                                      \
+    if (::cudalab::small_mode()) CUDALAB_SKIP("small mode (CUDALAB_SMALL): perf tests are off"); \
+  } while (0)
+
+namespace cudalab {
+// Names parameterized tests by their size: ReduceCorrectness.SequentialAddressing/257.
+struct SizeName {
+  template <class T>
+  std::string operator()(const ::testing::TestParamInfo<T>& info) const {
+    return std::to_string(info.param);
+  }
+};
+}  // namespace cudalab

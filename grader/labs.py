@@ -1,0 +1,205 @@
+"""Discover the labs and read their rubrics (lab.toml)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+LAB_DIR = re.compile(r"^(\d{2})-([a-z0-9-]+)$")
+
+
+class LabError(Exception):
+    """A lab selector or a lab.toml that cannot be used (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    title: str
+    points: float
+    tests: tuple[str, ...]
+    challenge: bool = False
+
+    def matches(self, test_name: str) -> bool:
+        return any(fnmatch.fnmatchcase(test_name, pattern) for pattern in self.tests)
+
+
+@dataclass(frozen=True)
+class PerfGoal:
+    test: str  # a test name or glob
+    task: str | None
+    points: float = 0.0
+    full_at: float = 0.9  # student/reference rate ratio that earns every point
+    zero_at: float = 0.5  # ratio at or below which no point is earned
+
+    def matches(self, test_name: str) -> bool:
+        return fnmatch.fnmatchcase(test_name, self.test)
+
+
+@dataclass(frozen=True)
+class Technique:
+    task: str
+    kind: str  # "symbol" (undefined host symbol of the object) or "ptx" (text in a kernel's PTX)
+    pattern: str  # a regular expression
+    message: str
+    kernel: str | None = None  # for "ptx": the kernel whose PTX must match (substring of its mangled name)
+    points: float | None = None  # default: the whole task's points are withheld when missing
+
+
+@dataclass(frozen=True)
+class Lab:
+    number: int
+    slug: str
+    path: Path  # labs/NN-slug
+    root: Path  # repository root
+    title: str
+    student_files: tuple[str, ...]
+    timeout_s: float
+    tasks: tuple[Task, ...]
+    perf: tuple[PerfGoal, ...]
+    techniques: tuple[Technique, ...] = ()
+    forbidden_symbols: tuple[str, ...] = ()
+    sanitizer: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.number:02d}-{self.slug}"
+
+    @property
+    def target_prefix(self) -> str:
+        return f"lab{self.number:02d}"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.root / "solutions" / self.name
+
+    @property
+    def topic(self) -> str:
+        return Path(self.student_files[0]).stem
+
+    @property
+    def total_points(self) -> float:
+        return sum(t.points for t in self.tasks) + sum(p.points for p in self.perf)
+
+    def task(self, task_id: str) -> Task | None:
+        return next((t for t in self.tasks if t.id == task_id), None)
+
+    def task_for_test(self, test_name: str) -> Task | None:
+        return next((t for t in self.tasks if t.matches(test_name)), None)
+
+    def perf_goal(self, test_name: str) -> PerfGoal | None:
+        return next((p for p in self.perf if p.matches(test_name)), None)
+
+
+def _require(table: dict, key: str, where: str):
+    if key not in table:
+        raise LabError(f"{where}: missing key '{key}'")
+    return table[key]
+
+
+def load_lab(path: Path, root: Path) -> Lab:
+    match = LAB_DIR.match(path.name)
+    if not match:
+        raise LabError(f"{path}: a lab directory is named NN-slug, like 03-vector-add")
+    toml_path = path / "lab.toml"
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except FileNotFoundError:
+        raise LabError(f"{toml_path}: missing") from None
+    except tomllib.TOMLDecodeError as err:
+        raise LabError(f"{toml_path}: not valid TOML: {err}") from None
+    where = str(toml_path)
+    meta = _require(data, "lab", where)
+    tasks = tuple(
+        Task(
+            id=_require(t, "id", where),
+            title=t.get("title", t["id"]),
+            points=float(t.get("points", 0)),
+            tests=tuple(_require(t, "tests", where)),
+            challenge=bool(t.get("challenge", False)),
+        )
+        for t in data.get("task", [])
+    )
+    task_ids = {t.id for t in tasks}
+    perf = []
+    for p in data.get("perf", []):
+        goal = PerfGoal(
+            test=_require(p, "test", where),
+            task=p.get("task"),
+            points=float(p.get("points", 0)),
+            full_at=float(p.get("full_at", 0.9)),
+            zero_at=float(p.get("zero_at", 0.5)),
+        )
+        if goal.task is not None and goal.task not in task_ids:
+            raise LabError(f"{where}: perf entry {goal.test} names unknown task '{goal.task}'")
+        if goal.points > 0 and not goal.zero_at < goal.full_at:
+            raise LabError(f"{where}: perf entry {goal.test}: zero_at must be below full_at")
+        perf.append(goal)
+    techniques = []
+    for t in data.get("technique", []):
+        tech = Technique(
+            task=_require(t, "task", where),
+            kind=_require(t, "kind", where),
+            pattern=_require(t, "pattern", where),
+            message=t.get("message", ""),
+            kernel=t.get("kernel"),
+            points=float(t["points"]) if "points" in t else None,
+        )
+        if tech.kind not in ("symbol", "ptx", "source"):
+            raise LabError(f"{where}: technique kind must be 'symbol', 'ptx' or 'source', not '{tech.kind}'")
+        if tech.task not in task_ids:
+            raise LabError(f"{where}: technique names unknown task '{tech.task}'")
+        techniques.append(tech)
+    student_files = tuple(_require(meta, "student_files", where))
+    if not student_files:
+        raise LabError(f"{where}: student_files is empty")
+    return Lab(
+        number=int(match.group(1)),
+        slug=match.group(2),
+        path=path,
+        root=root,
+        title=_require(meta, "title", where),
+        student_files=student_files,
+        timeout_s=float(meta.get("timeout_s", 300)),
+        tasks=tasks,
+        perf=tuple(perf),
+        techniques=tuple(techniques),
+        forbidden_symbols=tuple(data.get("forbid", {}).get("symbols", [])),
+        sanitizer=dict(data.get("sanitizer", {})),
+    )
+
+
+def discover(root: Path) -> list[Lab]:
+    """Every lab under root/labs that has a lab.toml, in syllabus order."""
+    labs_dir = root / "labs"
+    found = [load_lab(p, root) for p in sorted(labs_dir.iterdir()) if (p / "lab.toml").is_file()]
+    return sorted(found, key=lambda lab: lab.number)
+
+
+def select(labs: list[Lab], selectors: list[str]) -> list[Lab]:
+    """Pick labs by '3', '03', 'vector-add' or '03-vector-add'. No selectors: all labs."""
+    if not selectors:
+        return list(labs)
+    chosen: list[Lab] = []
+    for raw in selectors:
+        s = raw.strip().lower().rstrip("/")
+        s = s.split("/")[-1]  # accept labs/03-vector-add
+        hits = [
+            lab
+            for lab in labs
+            if s in (lab.name, lab.slug) or (s.isdigit() and int(s) == lab.number)
+        ]
+        if not hits:
+            known = ", ".join(lab.name for lab in labs)
+            raise LabError(f"no lab matches '{raw}'. Known labs: {known}")
+        for lab in hits:
+            if lab not in chosen:
+                chosen.append(lab)
+    return chosen

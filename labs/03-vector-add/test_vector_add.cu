@@ -1,0 +1,260 @@
+// Lab 03 tests. Correctness tests judge; perf tests only measure (the grader scores speed).
+#include <gtest/gtest.h>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/transform.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <cudalab/bench.cuh>
+#include <cudalab/check.cuh>
+#include <cudalab/compare.hpp>
+#include <cudalab/device_buffer.cuh>
+#include <cudalab/gtest_cuda.hpp>
+#include <cudalab/random.hpp>
+
+#include "vector_add.cuh"
+
+namespace {
+
+using cudalab::AllEqual;
+using cudalab::DeviceBuffer;
+
+constexpr std::uint64_t kSeed = 3003;
+
+struct Inputs {
+  std::vector<float> a, b, expected;
+};
+
+// Values in [1, 2) and [10, 20): sums are far from zero and from any poison or default value.
+Inputs make_inputs(std::size_t n, std::uint64_t seed) {
+  Inputs in;
+  in.a = cudalab::random_vector<float>(n, seed, 1.0f, 2.0f);
+  in.b = cudalab::random_vector<float>(n, seed + 1, 10.0f, 20.0f);
+  in.expected.resize(n);
+  for (std::size_t i = 0; i < n; ++i) in.expected[i] = in.a[i] + in.b[i];  // exact in float, as on the GPU
+  return in;
+}
+
+// Runs one device-pointer variant on fresh buffers with a poisoned output and returns the output.
+template <class Launch>
+std::vector<float> run_device(const Inputs& in, Launch launch) {
+  DeviceBuffer<float> d_a(in.a), d_b(in.b), d_c(in.a.size());
+  cudalab::poison(d_c);
+  launch(d_a.data(), d_b.data(), d_c.data(), in.a.size());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return d_c.to_host();
+}
+
+// Sizes around block boundaries (256), odd sizes, and sizes needing many blocks.
+// Every correctness test runs on all of them.
+const std::vector<std::size_t> kSizes = {1, 2, 3, 5, 31, 255, 256, 257, 1000, 1025, (1u << 20) + 3, (1u << 24) + 1};
+
+// --- Task 1: host flow ---------------------------------------------------------------------------
+
+class VectorAddCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(VectorAddCorrectness, HostFlow) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const Inputs in = make_inputs(n, kSeed + n);
+  EXPECT_TRUE(AllEqual(in.expected, vector_add_host(in.a, in.b), kSeed + n));
+}
+class VectorAddMemoryCorrectness : public cudalab::GpuTest {};
+
+// Every cudaMalloc needs its cudaFree: 24 calls on 16 MiB inputs would leak over 1 GiB otherwise.
+TEST_F(VectorAddMemoryCorrectness, HostFlowFreesEverything) {
+  const std::size_t n = std::size_t{1} << 22;
+  const Inputs in = make_inputs(n, kSeed);
+  vector_add_host(in.a, in.b);  // the first call may create the context's own allocations
+  std::size_t free_before = 0, free_after = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+  for (int i = 0; i < 24; ++i) vector_add_host(in.a, in.b);
+  CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+  const double leaked_mib = (static_cast<double>(free_before) - static_cast<double>(free_after)) / (1 << 20);
+  EXPECT_LT(leaked_mib, 64.0) << "device memory in use grew by " << leaked_mib
+                              << " MiB over 24 calls: some cudaMalloc has no cudaFree";
+}
+
+// --- Task 2: one thread per element --------------------------------------------------------------
+
+TEST_P(VectorAddCorrectness, OneThreadPerElement) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const Inputs in = make_inputs(n, kSeed + 2 * n);
+  const auto out = run_device(in, [](const float* a, const float* b, float* c, std::size_t m) {
+    vector_add(a, b, c, static_cast<int>(m));
+  });
+  EXPECT_TRUE(AllEqual(in.expected, out, kSeed + 2 * n));
+}
+
+// --- Task 3: grid-stride loop --------------------------------------------------------------------
+
+struct GridCase {
+  std::size_t n;
+  int blocks, threads;
+};
+
+class VectorAddGridStrideCorrectness : public cudalab::GpuTestWithParam<GridCase> {};
+
+// Small grids force many passes: 100003 elements on 3 x 128 threads is 261 passes.
+TEST_P(VectorAddGridStrideCorrectness, CoversEveryElement) {
+  const GridCase c = GetParam();
+  CUDALAB_SKIP_IF_LARGE(c.n);
+  const Inputs in = make_inputs(c.n, kSeed + c.n + c.blocks);
+  const auto out = run_device(in, [&](const float* a, const float* b, float* d_c, std::size_t m) {
+    vector_add_grid_stride(a, b, d_c, m, c.blocks, c.threads);
+  });
+  EXPECT_TRUE(AllEqual(in.expected, out, kSeed + c.n + c.blocks))
+      << "grid of " << c.blocks << " blocks x " << c.threads << " threads, n = " << c.n;
+}
+INSTANTIATE_TEST_SUITE_P(, VectorAddGridStrideCorrectness,
+                         ::testing::Values(GridCase{1, 1, 32}, GridCase{1000, 1, 1024}, GridCase{1000, 2, 64},
+                                           GridCase{100003, 3, 128}, GridCase{(1u << 22) + 5, 528, 256},
+                                           GridCase{(1u << 24) + 7, 7, 1024}),
+                         [](const ::testing::TestParamInfo<GridCase>& info) {
+                           return "n" + std::to_string(info.param.n) + "_grid" + std::to_string(info.param.blocks) +
+                                  "x" + std::to_string(info.param.threads);
+                         });
+
+// --- Task 4: AoS and SoA -------------------------------------------------------------------------
+
+TEST_P(VectorAddCorrectness, AosScalesOnlyX) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const auto v = cudalab::random_vector<float>(8 * n, kSeed + 4 * n, 1.0f, 100.0f);
+  std::vector<Particle> particles(n);
+  std::memcpy(particles.data(), v.data(), n * sizeof(Particle));
+  const float s = 2.5f;
+
+  DeviceBuffer<Particle> d_p(particles);
+  scale_x_aos(d_p.data(), n, s);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<Particle> out = d_p.to_host();
+
+  std::vector<float> expected(8 * n), actual(8 * n);
+  for (auto& p : particles) p.x *= s;
+  std::memcpy(expected.data(), particles.data(), n * sizeof(Particle));
+  std::memcpy(actual.data(), out.data(), n * sizeof(Particle));
+  EXPECT_TRUE(AllEqual(expected, actual, kSeed + 4 * n)) << "(8 floats per particle: x, y, z, vx, vy, vz, mass, charge)";
+}
+
+TEST_P(VectorAddCorrectness, SoaScales) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  auto x = cudalab::random_vector<float>(n, kSeed + 5 * n, 1.0f, 100.0f);
+  DeviceBuffer<float> d_x(x);
+  scale_x_soa(d_x.data(), n, 2.5f);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  for (auto& v : x) v *= 2.5f;
+  EXPECT_TRUE(AllEqual(x, d_x.to_host(), kSeed + 5 * n));
+}
+
+// --- Task 5: pinned memory -----------------------------------------------------------------------
+
+class VectorAddPinnedCorrectness : public cudalab::GpuTest {};
+
+TEST_F(VectorAddPinnedCorrectness, AllocationIsPageLocked) {
+  const std::size_t n = std::size_t{1} << 20;
+  float* h = allocate_pinned(n);
+  ASSERT_NE(h, nullptr) << "allocate_pinned returned nullptr";
+  cudaPointerAttributes attr{};
+  CUDA_CHECK(cudaPointerGetAttributes(&attr, h));
+  EXPECT_EQ(attr.type, cudaMemoryTypeHost)
+      << "the pointer is not page-locked host memory: use cudaMallocHost, not malloc or new";
+  for (std::size_t i = 0; i < n; ++i) h[i] = static_cast<float>(i % 1000) + 0.5f;
+  DeviceBuffer<float> d(n);
+  CUDA_CHECK(cudaMemcpy(d.data(), h, n * sizeof(float), cudaMemcpyHostToDevice));
+  const auto back = d.to_host();
+  EXPECT_EQ(back[n - 1], static_cast<float>((n - 1) % 1000) + 0.5f);
+  free_pinned(h);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// --- Challenge: fast ------------------------------------------------------------------------------
+
+TEST_P(VectorAddCorrectness, Fast) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const Inputs in = make_inputs(n, kSeed + 6 * n);
+  const auto out = run_device(in, [](const float* a, const float* b, float* c, std::size_t m) { vector_add_fast(a, b, c, m); });
+  EXPECT_TRUE(AllEqual(in.expected, out, kSeed + 6 * n));
+}
+INSTANTIATE_TEST_SUITE_P(, VectorAddCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+
+// --- Perf ----------------------------------------------------------------------------------------
+
+class VectorAddPerf : public cudalab::GpuTestWithParam<std::size_t> {};
+
+// GB/s = 12 N / t (two inputs read, one output written), against thrust::transform and a
+// device-to-device cudaMemcpy moving the same 12 N bytes.
+TEST_P(VectorAddPerf, Fast) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  const std::size_t n = GetParam();
+  const Inputs in = make_inputs(n, kSeed + 7);
+  DeviceBuffer<float> d_ab(2 * n), d_c(n), d_copy(n + n / 2);
+  CUDA_CHECK(cudaMemcpy(d_ab.data(), in.a.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d_ab.data() + n, in.b.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const float* d_a = d_ab.data();
+  const float* d_b = d_ab.data() + n;
+
+  cudalab::poison(d_c);
+  vector_add_fast(d_a, d_b, d_c.data(), n);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (!AllEqual(in.expected, d_c.to_host(), kSeed + 7)) CUDALAB_SKIP("vector_add_fast is incorrect at this size: not timed");
+  cudalab::poison(d_c);
+  vector_add(d_a, d_b, d_c.data(), static_cast<int>(n));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const bool simple_ok = static_cast<bool>(AllEqual(in.expected, d_c.to_host(), kSeed + 7));
+
+  const double bytes = 12.0 * n;
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(bytes), "N = " + std::to_string(n));
+  suite.add("impl", [&] { vector_add_fast(d_a, d_b, d_c.data(), n); });
+  suite.add("thrust", [&] { thrust::transform(thrust::device, d_a, d_a + n, d_b, d_c.data(), thrust::plus<float>()); });
+  suite.add("memcpy", [&] { CUDA_CHECK(cudaMemcpyAsync(d_copy.data(), d_ab.data(), 6 * n, cudaMemcpyDeviceToDevice)); });
+  if (simple_ok) suite.add("one_per_thread", [&] { vector_add(d_a, d_b, d_c.data(), static_cast<int>(n)); });
+  suite.baseline("thrust").floor_ms(cudalab::bench::copy_floor_ms(bytes));
+  suite.run();
+  suite.record();
+}
+INSTANTIATE_TEST_SUITE_P(, VectorAddPerf, ::testing::Values(std::size_t{1} << 24, std::size_t{1} << 28), cudalab::SizeName());
+
+class VectorAddExtrasPerf : public cudalab::GpuTest {};
+
+// Useful bytes only (x read and written): the AoS kernel moves 8x more than it needs.
+TEST_F(VectorAddExtrasPerf, AosVersusSoa) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  const std::size_t n = std::size_t{1} << 24;
+  DeviceBuffer<Particle> d_p(n);
+  DeviceBuffer<float> d_x(cudalab::random_vector<float>(n, kSeed, 1.0f, 2.0f));
+  d_p.fill_bytes(0x3F);  // ~0.75f everywhere: finite values, nothing overflows
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * n), "N = 2^24 particles");
+  suite.add("impl", [&] { scale_x_soa(d_x.data(), n, 1.0f); });
+  suite.add("aos", [&] { scale_x_aos(d_p.data(), n, 1.0f); });
+  suite.run();
+  suite.record();
+}
+
+// Host-to-device copy of 256 MiB from pinned (the student's allocate_pinned) and pageable memory.
+TEST_F(VectorAddExtrasPerf, PinnedVersusPageableUpload) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  const std::size_t n = std::size_t{1} << 26;
+  float* h_pinned = allocate_pinned(n);
+  if (h_pinned == nullptr) CUDALAB_SKIP("allocate_pinned is not implemented: not timed");
+  std::vector<float> h_pageable(n, 1.0f);
+  std::fill(h_pinned, h_pinned + n, 1.0f);
+  DeviceBuffer<float> d(n);
+  cudalab::bench::Options options;
+  options.flush_l2 = false;
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(4.0 * n), "256 MiB host to device", options);
+  suite.add("impl", [&] { CUDA_CHECK(cudaMemcpy(d.data(), h_pinned, 4 * n, cudaMemcpyHostToDevice)); });
+  suite.add("pageable", [&] { CUDA_CHECK(cudaMemcpy(d.data(), h_pageable.data(), 4 * n, cudaMemcpyHostToDevice)); });
+  suite.run();
+  suite.record();
+  free_pinned(h_pinned);
+}
+
+}  // namespace
