@@ -211,7 +211,7 @@ TEST_P(VectorAddPerf, Fast) {
   const bool simple_ok = static_cast<bool>(AllEqual(in.expected, d_c.to_host(), kSeed + 7));
 
   const double bytes = 12.0 * n;
-  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(bytes), "N = " + std::to_string(n));
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(bytes), cudalab::bench::size_label(n));
   suite.add("impl", [&] { vector_add_fast(d_a, d_b, d_c.data(), n); });
   suite.add("thrust", [&] { thrust::transform(thrust::device, d_a, d_a + n, d_b, d_c.data(), thrust::plus<float>()); });
   suite.add("memcpy", [&] { CUDA_CHECK(cudaMemcpyAsync(d_copy.data(), d_ab.data(), 6 * n, cudaMemcpyDeviceToDevice)); });

@@ -116,6 +116,17 @@ inline double copy_bandwidth_gbps() {
 // The time a memory-bound call needs at least: its bytes at the measured copy throughput.
 inline double copy_floor_ms(double bytes) { return bytes / (copy_bandwidth_gbps() * 1e9) * 1e3; }
 
+// "N = 2^28" for powers of two, "N = 1000003" otherwise: the label perf charts group by.
+inline std::string size_label(std::size_t n, const char* name = "N") {
+  std::string label = std::string(name) + " = ";
+  if (n > 0 && (n & (n - 1)) == 0) {
+    int log2 = 0;
+    while ((std::size_t{1} << log2) < n) ++log2;
+    return label + "2^" + std::to_string(log2);
+  }
+  return label + std::to_string(n);
+}
+
 class Suite {
  public:
   explicit Suite(Work work, std::string label = "", Options options = {})
@@ -225,7 +236,7 @@ class Suite {
   }
   static std::string fmt(double x) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", x);
+    std::snprintf(buf, sizeof buf, "%.10g", x);
     return buf;
   }
 
