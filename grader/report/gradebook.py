@@ -1,0 +1,68 @@
+"""grades.csv for one run: one row per lab, long format (batch tools stack these into a class gradebook)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from grader.report._format import clean_text, gpu_name
+from grader.results import Results
+
+COLUMNS = [
+    "lab",
+    "title",
+    "score",
+    "max_score",
+    "passed",
+    "failed",
+    "skipped",
+    "not_run",
+    "perf_earned",
+    "perf_points",
+    "build_ok",
+    "mode",
+    "submission",
+    "commit",
+    "gpu",
+    "started",
+]
+
+
+def _cell(value: object) -> str:
+    """Text cells cannot start a spreadsheet formula (=, +, -, @, tab, CR)."""
+    text = clean_text(value).replace("\n", " ")
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _num(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+
+
+def render_csv(results: Results) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    run = results.run
+    gpu = gpu_name(run) if run.gpu_available else ""
+    for lab in results.labs:
+        writer.writerow(
+            [
+                lab.name,
+                _cell(lab.title),
+                _num(lab.score),
+                _num(lab.max_score),
+                lab.passed,
+                lab.failed,
+                lab.skipped,
+                lab.not_run,
+                _num(sum(t.perf_earned for t in lab.tasks)),
+                _num(sum(t.perf_points for t in lab.tasks)),
+                "true" if all(b.ok for b in lab.builds) else "false",
+                run.mode,
+                _cell(run.submission),
+                _cell(run.commit),
+                _cell(gpu),
+                _cell(run.started),
+            ]
+        )
+    return out.getvalue()
