@@ -1,0 +1,354 @@
+// Lab 10 tests. Correctness tests judge; perf tests only measure (the grader scores speed).
+#include <gtest/gtest.h>
+
+#include <cooperative_groups.h>
+#include <cub/device/device_reduce.cuh>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cudalab/bench.cuh>
+#include <cudalab/check.cuh>
+#include <cudalab/compare.hpp>
+#include <cudalab/device_buffer.cuh>
+#include <cudalab/gtest_cuda.hpp>
+#include <cudalab/launch.cuh>
+#include <cudalab/random.hpp>
+
+#include "cooperative.cuh"
+
+namespace cg = cooperative_groups;
+
+// Kernels the tests launch themselves, to probe cooperative_grid_blocks with known resource needs.
+// They are outside the anonymous namespace only so that their names read well in a profiler.
+__global__ void probe_light_kernel(int* p) {
+  if (p != nullptr) p[threadIdx.x] = 1;
+}
+// 40 KiB of static shared memory per block: at most 5 blocks fit in the 228 KiB of an H100/H200 SM.
+__global__ void probe_heavy_kernel(int* p) {
+  __shared__ int s_scratch[10 * 1024];
+  s_scratch[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  if (p != nullptr) p[threadIdx.x] = s_scratch[(threadIdx.x + 1) % blockDim.x];
+}
+// Every block checks in, the grid meets once, and block 0 reads how many blocks checked in.
+__global__ void probe_grid_sync_kernel(unsigned int* arrived, unsigned int* seen) {
+  const cg::grid_group grid = cg::this_grid();
+  if (threadIdx.x == 0) atomicAdd(arrived, 1u);
+  grid.sync();
+  if (blockIdx.x == 0 && threadIdx.x == 0) *seen = atomicAdd(arrived, 0u);
+}
+// `rounds` grid-wide barriers and nothing else: its time divided by rounds is the cost of one.
+__global__ void sync_loop_kernel(int rounds) {
+  const cg::grid_group grid = cg::this_grid();
+  for (int r = 0; r < rounds; ++r) grid.sync();
+}
+
+namespace {
+
+using cudalab::AllEqual;
+using cudalab::AllNear;
+using cudalab::DeviceBuffer;
+
+constexpr std::uint64_t kSeed = 1010;
+constexpr int kGroup = 32;  // values per tile / vote group
+
+// Sizes that are not multiples of 32 (and some that are), many blocks, and a large size.
+const std::vector<std::size_t> kSizes = {1, 31, 32, 33, 255, 257, 1000, 50001, (1u << 20) + 3, (1u << 24) + 5};
+
+std::size_t groups(std::size_t n) { return cudalab::ceil_div<std::size_t>(n, kGroup); }
+
+// Summing positive floats where no value goes through more than d roundings: relative error at most
+// d*u / (1 - d*u), u = 2^-24 (Higham, section 4.2). d = tree depth + 64 serial adds per thread.
+double relative_tolerance(std::size_t n) {
+  const double d = std::ceil(std::log2(static_cast<double>(std::max<std::size_t>(n, 2)))) + 64.0;
+  const double u = 0x1p-24;
+  return d * u / (1.0 - d * u);
+}
+
+// --- Task 1: tile sums -----------------------------------------------------------------------------
+
+class CoopTileCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(CoopTileCorrectness, TileSums) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const std::uint64_t seed = kSeed + n;
+  const auto h_in = cudalab::random_vector<int>(n, seed, 1, 1000);
+  std::vector<int> expected(groups(n), 0);
+  for (std::size_t i = 0; i < n; ++i) expected[i / kGroup] += h_in[i];
+  DeviceBuffer<int> d_in(h_in), d_out(groups(n));
+  cudalab::poison(d_out);
+  tile_sums(d_in.data(), d_out.data(), n);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(AllEqual(expected, d_out.to_host(), seed)) << "one sum per 32 values, n = " << n;
+}
+INSTANTIATE_TEST_SUITE_P(, CoopTileCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+
+// --- Task 2: block sums ----------------------------------------------------------------------------
+
+class CoopBlockCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(CoopBlockCorrectness, BlockSums) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const std::uint64_t seed = kSeed + 2 * n;
+  const auto h_in = cudalab::random_vector<float>(n, seed, 1.0f, 2.0f);
+  const std::size_t blocks = cudalab::ceil_div<std::size_t>(n, kBlockItems);
+  std::vector<double> expected(blocks, 0.0);
+  for (std::size_t i = 0; i < n; ++i) expected[i / kBlockItems] += h_in[i];
+  DeviceBuffer<float> d_in(h_in), d_out(blocks);
+  cudalab::poison(d_out);
+  block_sums(d_in.data(), d_out.data(), n);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(AllNear(expected, d_out.to_host(), {relative_tolerance(kBlockItems), 0.0}, seed))
+      << "one sum per " << kBlockItems << " values, n = " << n;
+}
+INSTANTIATE_TEST_SUITE_P(, CoopBlockCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+
+// --- Task 3: warp vote -----------------------------------------------------------------------------
+
+constexpr float kThreshold = 0.5f;
+
+// Values in [0, 1) arranged so that every vote outcome occurs, group by group (g = index / 32):
+// g % 4 == 0: every value above the threshold; 1: none; 2: exactly one, at a random lane;
+// 3: random. The last group (often short) is all above: lanes past the end must not veto "all".
+std::vector<float> vote_input(std::size_t n, std::uint64_t seed) {
+  auto v = cudalab::random_vector<float>(n, seed, 0.0f, 1.0f);
+  cudalab::Rng rng(seed + 1);
+  const std::size_t last = groups(n) - 1;
+  for (std::size_t g = 0; g <= last; ++g) {
+    const std::size_t begin = g * kGroup, end = std::min(n, begin + kGroup);
+    const int pattern = g == last ? 0 : static_cast<int>(g % 4);
+    const auto lucky = begin + static_cast<std::size_t>(rng.integer(0, kGroup - 1));
+    for (std::size_t i = begin; i < end; ++i) {
+      const float r = static_cast<float>(rng.uniform());
+      if (pattern == 0) v[i] = 0.51f + 0.48f * r;
+      if (pattern == 1 || pattern == 2) v[i] = 0.49f * r;
+      if (pattern == 2 && i == lucky) v[i] = 0.51f + 0.48f * r;
+    }
+  }
+  return v;
+}
+
+class CoopVoteCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
+ protected:
+  void check_any_all(float threshold, const char* what) {
+    const std::size_t n = GetParam();
+    CUDALAB_SKIP_IF_LARGE(n);
+    const std::uint64_t seed = kSeed + 4 * n;
+    const auto h_in = vote_input(n, seed);
+    std::vector<int> any(groups(n), 0), all(groups(n), 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool above = h_in[i] > threshold;
+      any[i / kGroup] |= above ? 1 : 0;
+      all[i / kGroup] &= above ? 1 : 0;
+    }
+    DeviceBuffer<float> d_in(h_in);
+    DeviceBuffer<int> d_any(groups(n)), d_all(groups(n));
+    cudalab::poison(d_any);
+    cudalab::poison(d_all);
+    warp_any_all(d_in.data(), n, threshold, d_any.data(), d_all.data());
+    CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(AllEqual(any, d_any.to_host(), seed)) << "d_any (1 if some value of the group is above), " << what;
+    EXPECT_TRUE(AllEqual(all, d_all.to_host(), seed)) << "d_all (1 if every value of the group is above), " << what;
+  }
+};
+
+TEST_P(CoopVoteCorrectness, CountAbove) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const std::uint64_t seed = kSeed + 3 * n;
+  const auto h_in = vote_input(n, seed);
+  unsigned int expected = 0;
+  for (float x : h_in) expected += x > kThreshold ? 1 : 0;
+  DeviceBuffer<float> d_in(h_in);
+  DeviceBuffer<unsigned int> d_count(1);
+  cudalab::poison(d_count);  // count_above must set the count itself
+  count_above(d_in.data(), n, kThreshold, d_count.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(AllEqual(std::vector<unsigned int>{expected}, d_count.to_host(), seed))
+      << "values above " << kThreshold << " among n = " << n << " (the count must be exact)";
+}
+
+TEST_P(CoopVoteCorrectness, AnyAll) { check_any_all(kThreshold, "threshold 0.5: every outcome occurs"); }
+
+// Nothing is above 2: "any" is 0 everywhere, so lanes past the end must not vote true either.
+TEST_P(CoopVoteCorrectness, AnyAllNoneAbove) { check_any_all(2.0f, "threshold 2: no value is above it"); }
+
+INSTANTIATE_TEST_SUITE_P(, CoopVoteCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+
+// --- Task 4: the cooperative grid size -------------------------------------------------------------
+
+struct Probe {
+  const char* name;
+  const void* kernel;
+  int threads;
+  std::size_t dynamic_smem;
+};
+
+class CoopGridSizeCorrectness : public cudalab::GpuTest {};
+
+// The answer must be exactly what fits on the GPU at once: the occupancy API's blocks per SM (for
+// that kernel, block size and dynamic shared memory) times the SMs. A hard-coded number is right for
+// at most one of these shapes.
+TEST_F(CoopGridSizeCorrectness, MatchesTheOccupancyApi) {
+  const Probe probes[] = {
+      {"probe_light_kernel, 128 threads", reinterpret_cast<const void*>(probe_light_kernel), 128, 0},
+      {"probe_light_kernel, 1024 threads", reinterpret_cast<const void*>(probe_light_kernel), 1024, 0},
+      {"probe_light_kernel, 256 threads, 40 KiB dynamic shared memory",
+       reinterpret_cast<const void*>(probe_light_kernel), 256, 40 * 1024},
+      {"probe_heavy_kernel (40 KiB static shared memory), 256 threads",
+       reinterpret_cast<const void*>(probe_heavy_kernel), 256, 0},
+      {"probe_heavy_kernel, 256 threads, 6 KiB dynamic shared memory",
+       reinterpret_cast<const void*>(probe_heavy_kernel), 256, 6 * 1024},
+  };
+  for (const Probe& p : probes) {
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p.kernel, p.threads, p.dynamic_smem));
+    const int expected = per_sm * cudalab::sm_count();
+    EXPECT_EQ(cooperative_grid_blocks(p.kernel, p.threads, p.dynamic_smem), expected)
+        << p.name << ": " << per_sm << " blocks per SM x " << cudalab::sm_count() << " SMs";
+  }
+}
+
+// A cooperative launch of that many blocks must succeed, and every block must be resident: all of
+// them check in before the single grid.sync(), and block 0 counts them after it.
+TEST_F(CoopGridSizeCorrectness, FullGridLaunchesAndMeets) {
+  int supported = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, 0));
+  if (!supported) CUDALAB_SKIP("this GPU does not support cooperative launches");
+  const auto kernel = reinterpret_cast<const void*>(probe_grid_sync_kernel);
+  const int blocks = cooperative_grid_blocks(kernel, 256, 0);
+  ASSERT_GT(blocks, 0) << "cooperative_grid_blocks returned " << blocks;
+  DeviceBuffer<unsigned int> d_arrived(1), d_seen(1);
+  d_arrived.fill_bytes(0);
+  cudalab::poison(d_seen);
+  unsigned int* arrived = d_arrived.data();
+  unsigned int* seen = d_seen.data();
+  void* args[] = {&arrived, &seen};
+  const cudaError_t err = cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(256), args, 0, nullptr);
+  ASSERT_EQ(err, cudaSuccess) << "a cooperative launch of " << blocks << " blocks failed: " << cudaGetErrorName(err);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(AllEqual(std::vector<unsigned int>{static_cast<unsigned int>(blocks)}, d_seen.to_host(), 0))
+      << "blocks that had arrived when block 0 passed grid.sync()";
+}
+
+// --- Task 5: cooperative reduce --------------------------------------------------------------------
+
+class CoopReduceCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(CoopReduceCorrectness, Sum) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const std::uint64_t seed = kSeed + 5 * n;
+  const auto h_in = cudalab::random_vector<float>(n, seed, 1.0f, 2.0f);
+  double expected = 0;
+  for (float x : h_in) expected += x;
+  DeviceBuffer<float> d_in(h_in), d_out(1), d_partials(coop_partials_capacity());
+  for (int call = 0; call < 2; ++call) {  // twice: nothing may depend on state left by a previous call
+    cudalab::poison(d_out);
+    coop_reduce(d_in.data(), d_out.data(), n, d_partials.data());
+    CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(cudalab::Near(expected, d_out.to_host()[0], {relative_tolerance(n), 0.0}, seed))
+        << "sum of n = " << n << " values in [1, 2), call " << call + 1;
+  }
+}
+INSTANTIATE_TEST_SUITE_P(, CoopReduceCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+
+// --- Task 6: subtract the mean ---------------------------------------------------------------------
+
+class CoopSubtractMeanCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+// Values in [1, 2): the mean is about 1.5, and the outputs spread around 0. n = 1 is left out (its
+// output is exactly 0, which proves nothing).
+TEST_P(CoopSubtractMeanCorrectness, SubtractMean) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const std::uint64_t seed = kSeed + 6 * n;
+  const auto h_in = cudalab::random_vector<float>(n, seed, 1.0f, 2.0f);
+  double mean = 0;
+  for (float x : h_in) mean += x;
+  mean /= static_cast<double>(n);
+  std::vector<double> expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = h_in[i] - mean;
+  DeviceBuffer<float> d_in(h_in), d_out(n), d_partials(coop_partials_capacity());
+  cudalab::poison(d_out);
+  subtract_mean(d_in.data(), d_out.data(), n, d_partials.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  // The float mean is off by at most mean * (sum tolerance + one division); the subtraction rounds once.
+  const double abs_tol = mean * (relative_tolerance(n) + 0x1p-23) + 0x1p-24;
+  EXPECT_TRUE(AllNear(expected, d_out.to_host(), {0.0, abs_tol}, seed))
+      << "d_out[i] = d_in[i] - mean, n = " << n << ", mean = " << mean;
+}
+const std::vector<std::size_t> kMeanSizes = {2, 31, 33, 255, 1000, 50001, (1u << 20) + 3, (1u << 24) + 5};
+INSTANTIATE_TEST_SUITE_P(, CoopSubtractMeanCorrectness, ::testing::ValuesIn(kMeanSizes), cudalab::SizeName());
+
+// --- Perf ------------------------------------------------------------------------------------------
+
+class CoopPerf : public cudalab::GpuTestWithParam<std::size_t> {};
+
+// GB/s = 4 N / t, coop_reduce against cub::DeviceReduce::Sum (two kernels) on the same buffers.
+TEST_P(CoopPerf, Reduce) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  const std::size_t n = GetParam();
+  const auto h_in = cudalab::random_vector<float>(n, kSeed + 7, 1.0f, 2.0f);
+  double expected = 0;
+  for (float x : h_in) expected += x;
+  DeviceBuffer<float> d_in(h_in), d_out(1), d_partials(coop_partials_capacity());
+  cudalab::poison(d_out);
+  coop_reduce(d_in.data(), d_out.data(), n, d_partials.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (!cudalab::Near(expected, d_out.to_host()[0], {relative_tolerance(n), 0.0}, kSeed + 7)) {
+    CUDALAB_SKIP("coop_reduce is incorrect at this size: not timed");
+  }
+  std::size_t temp_bytes = 0;
+  CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, d_in.data(), d_out.data(), static_cast<int>(n)));
+  DeviceBuffer<unsigned char> d_temp(temp_bytes);
+
+  const int log2n = static_cast<int>(std::log2(static_cast<double>(n)));
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(4.0 * n), "N = 2^" + std::to_string(log2n));
+  suite.add("impl", [&] { coop_reduce(d_in.data(), d_out.data(), n, d_partials.data()); });
+  suite.add("cub", [&] {
+    CUDA_CHECK(cub::DeviceReduce::Sum(d_temp.data(), temp_bytes, d_in.data(), d_out.data(), static_cast<int>(n)));
+  });
+  suite.baseline("cub").floor_ms(cudalab::bench::copy_floor_ms(4.0 * n));
+  suite.run();
+  suite.record();
+}
+INSTANTIATE_TEST_SUITE_P(, CoopPerf, ::testing::Values(std::size_t{1} << 24, std::size_t{1} << 28), cudalab::SizeName());
+
+class CoopSyncPerf : public cudalab::GpuTest {};
+
+// The cost of one grid.sync(): a kernel that does nothing but 1000 of them, so its time in ms is the
+// time of one barrier in microseconds. "impl" uses the full resident grid from the student's
+// cooperative_grid_blocks (256 threads per block); "one_per_sm" one block per SM, for comparison.
+TEST_F(CoopSyncPerf, GridSync) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  constexpr int kRounds = 1000;
+  const auto kernel = reinterpret_cast<const void*>(sync_loop_kernel);
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0));
+  const int full = cooperative_grid_blocks(kernel, 256, 0);
+  if (full <= 0 || full > per_sm * cudalab::sm_count()) {
+    CUDALAB_SKIP("cooperative_grid_blocks is incorrect: not timed");
+  }
+  const int one_per_sm = cudalab::sm_count();
+  int rounds = kRounds;
+  void* args[] = {&rounds};
+  cudalab::bench::Options options;
+  options.flush_l2 = false;  // no data: nothing to flush
+  cudalab::bench::Suite suite(cudalab::bench::Work::time_only(), "1000 grid.sync() per call: ms = us per sync",
+                              options);
+  suite.add("impl", [&] { CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(full), dim3(256), args, 0, nullptr)); });
+  suite.add("one_per_sm",
+            [&] { CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(one_per_sm), dim3(256), args, 0, nullptr)); });
+  suite.run();
+  suite.record();
+  RecordProperty("blocks_impl", full);
+  RecordProperty("blocks_one_per_sm", one_per_sm);
+}
+
+}  // namespace

@@ -1,0 +1,348 @@
+// Lab 06: sum reduction, from a divergent shared-memory tree to a single-pass kernel at memory speed.
+// Reference solution. Regions between BEGIN/END SOLUTION are removed from the student's copy, and
+// "STUB:" lines become code there (python3 -m grader skeleton --write).
+//
+// Every kernel is a template over the value type T (float or int), so one kernel serves both types
+// the tests use. The two small overloads per step at the end of each section are given.
+#include "reduce.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include <cudalab/check.cuh>
+#include <cudalab/launch.cuh>
+
+constexpr int kBlock = 256;                    // threads per block in every kernel of this lab
+constexpr int kWarp = 32;                      // threads per warp on every NVIDIA GPU so far
+constexpr int kWarpsPerBlock = kBlock / kWarp;
+[[maybe_unused]] constexpr unsigned kFullMask = 0xffffffffu;  // all 32 lanes take part in a *_sync call
+static_assert(kWarpsPerBlock <= kWarp, "block_reduce_sum: one warp must hold one sum per warp");
+
+// ---------------------------------------------------------------------------------------------
+// Given: the multi-pass driver for steps 1-4. A block-level kernel turns `count` values into one
+// partial sum per block; the driver runs it again on the partials until one block is enough, and
+// that last pass writes straight into d_out. Passes alternate between two regions of the workspace
+// (a pass never writes the buffer it reads). Kernels of one stream run in order, so no pass starts
+// before the previous one has finished: that is the grid-wide barrier between passes.
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+using BlockKernel = void (*)(const T* in, T* out, std::size_t count);
+
+template <class T>
+void reduce_in_passes(BlockKernel<T> kernel, std::size_t items_per_block, const T* d_in, T* d_out,
+                      std::size_t n, ReduceWorkspace& ws) {
+  T* d_buffers[2] = {ws.partials<T>(), ws.partials<T>() + cudalab::ceil_div(n, items_per_block)};
+  const T* d_src = d_in;
+  std::size_t count = n;
+  for (int pass = 0;; ++pass) {
+    const std::size_t blocks = cudalab::ceil_div(count, items_per_block);
+    T* d_dst = blocks == 1 ? d_out : d_buffers[pass % 2];
+    kernel<<<static_cast<unsigned>(blocks), kBlock>>>(d_src, d_dst, count);
+    CUDA_CHECK_LAST();
+    if (blocks == 1) return;
+    d_src = d_dst;
+    count = blocks;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 1: interleaved addressing. Each thread loads one value into shared memory; at step s the
+// threads whose index is a multiple of 2s add the value s places to their right. Correct, but the
+// active threads are scattered over every warp, so most warps diverge at every step.
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+__global__ void reduce_interleaved_kernel(const T* in, T* out, std::size_t count) {
+  // TODO(student): declare __shared__ T s_data[kBlock] and store in[i] there, i being this thread's
+  //                global index, or 0 past the end (0 is neutral for +). Then halve the data
+  //                log2(kBlock) times: for stride = 1, 2, 4, ..., a thread whose index is a multiple of
+  //                2 * stride adds s_data[tid + stride] into s_data[tid]. Thread 0 writes the block's
+  //                sum to out[blockIdx.x]. Where are barriers needed? (about 10 lines)
+  // BEGIN SOLUTION
+  __shared__ T s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * kBlock + tid;
+  s_data[tid] = i < count ? in[i] : T(0);
+  __syncthreads();  // every value is in shared memory before anyone reads a neighbour's
+  for (unsigned stride = 1; stride < kBlock; stride *= 2) {
+    if (tid % (2 * stride) == 0) s_data[tid] += s_data[tid + stride];
+    __syncthreads();  // this step's sums are written before the next step reads them
+  }
+  if (tid == 0) out[blockIdx.x] = s_data[0];
+  // END SOLUTION
+}
+
+template <class T>
+void reduce_interleaved_impl(const T* d_in, T* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_in_passes<T>(reduce_interleaved_kernel<T>, kBlock, d_in, d_out, n, ws);
+}
+
+void reduce_interleaved(const float* d_in, float* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_interleaved_impl(d_in, d_out, n, ws);
+}
+void reduce_interleaved(const int* d_in, int* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_interleaved_impl(d_in, d_out, n, ws);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 2: sequential addressing. At each step the first half of the active threads adds the second
+// half: threads 0..stride-1 work and the rest idle, so whole warps either work or retire, and no warp
+// diverges until the stride drops below 32.
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+__global__ void reduce_sequential_kernel(const T* in, T* out, std::size_t count) {
+  // TODO(student): load as in step 1; then for stride = kBlock/2, kBlock/4, ..., 1, threads with
+  //                tid < stride add s_data[tid + stride] into s_data[tid] (about 10 lines).
+  // BEGIN SOLUTION
+  __shared__ T s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * kBlock + tid;
+  s_data[tid] = i < count ? in[i] : T(0);
+  __syncthreads();
+  for (unsigned stride = kBlock / 2; stride > 0; stride /= 2) {
+    if (tid < stride) s_data[tid] += s_data[tid + stride];
+    __syncthreads();
+  }
+  if (tid == 0) out[blockIdx.x] = s_data[0];
+  // END SOLUTION
+}
+
+template <class T>
+void reduce_sequential_impl(const T* d_in, T* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_in_passes<T>(reduce_sequential_kernel<T>, kBlock, d_in, d_out, n, ws);
+}
+
+void reduce_sequential(const float* d_in, float* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_sequential_impl(d_in, d_out, n, ws);
+}
+void reduce_sequential(const int* d_in, int* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_sequential_impl(d_in, d_out, n, ws);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 3: first add during load. In step 2 half the threads idle from the first step on. Here each
+// thread adds two values, kBlock apart (so both loads stay coalesced), before the tree: a block
+// covers 2 * kBlock values and the grid needs half as many blocks.
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+__global__ void reduce_first_add_kernel(const T* in, T* out, std::size_t count) {
+  // TODO(student): this block covers values [2 * kBlock * blockIdx.x, 2 * kBlock * (blockIdx.x + 1)).
+  //                Each thread loads in[i] and in[i + kBlock] (either may be past the end), stores
+  //                their sum, then runs the tree of step 2 (about 12 lines).
+  // BEGIN SOLUTION
+  __shared__ T s_data[kBlock];
+  const unsigned tid = threadIdx.x;
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * (2 * kBlock) + tid;
+  T v = i < count ? in[i] : T(0);
+  if (i + kBlock < count) v += in[i + kBlock];
+  s_data[tid] = v;
+  __syncthreads();
+  for (unsigned stride = kBlock / 2; stride > 0; stride /= 2) {
+    if (tid < stride) s_data[tid] += s_data[tid + stride];
+    __syncthreads();
+  }
+  if (tid == 0) out[blockIdx.x] = s_data[0];
+  // END SOLUTION
+}
+
+template <class T>
+void reduce_first_add_impl(const T* d_in, T* d_out, std::size_t n, ReduceWorkspace& ws) {
+  // TODO(student): run reduce_first_add_kernel<T> with reduce_in_passes: how many values does one
+  //                block cover now? (1 line)
+  // BEGIN SOLUTION
+  reduce_in_passes<T>(reduce_first_add_kernel<T>, 2 * kBlock, d_in, d_out, n, ws);
+  // END SOLUTION
+}
+
+void reduce_first_add(const float* d_in, float* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_first_add_impl(d_in, d_out, n, ws);
+}
+void reduce_first_add(const int* d_in, int* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_first_add_impl(d_in, d_out, n, ws);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 4: warp shuffles. __shfl_down_sync(mask, v, d) returns v from the lane d places higher, register
+// to register, with no shared memory and no __syncthreads. Five shuffles sum a warp; lane 0 of each
+// warp then leaves its sum in shared memory, and the first warp sums those. Since Volta the lanes of a
+// warp are scheduled independently, so the old "warp-synchronous" shared-memory code with `volatile`
+// and no barrier is a data race; the *_sync intrinsics name the lanes that must meet (the mask).
+// ---------------------------------------------------------------------------------------------
+
+// The sum of v over the 32 lanes of the calling warp, valid in lane 0. All 32 lanes must call it.
+template <class T>
+__device__ T warp_reduce_sum(T v) {
+  // TODO(student): offsets 16, 8, 4, 2, 1: add the value from the lane `offset` places higher
+  //                (__shfl_down_sync with kFullMask) (about 3 lines).
+  // BEGIN SOLUTION
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
+  return v;
+  // END SOLUTION
+  // STUB: return v;
+}
+
+// The sum of v over the whole block (kBlock threads), valid in thread 0. Every thread must call it.
+// It uses shared memory: a caller that calls it twice needs a __syncthreads() in between.
+template <class T>
+__device__ T block_reduce_sum(T v) {
+  // TODO(student): reduce within each warp; lane 0 of warp w stores its sum in a
+  //                __shared__ T s_warp_sums[kWarpsPerBlock];
+  //                barrier; warp 0 loads the kWarpsPerBlock sums (0 for the other lanes) and
+  //                reduces them with warp_reduce_sum (about 8 lines).
+  // BEGIN SOLUTION
+  __shared__ T s_warp_sums[kWarpsPerBlock];
+  const int lane = threadIdx.x % kWarp;
+  const int warp = threadIdx.x / kWarp;
+  v = warp_reduce_sum(v);
+  if (lane == 0) s_warp_sums[warp] = v;
+  __syncthreads();  // every warp's sum is stored before warp 0 reads them
+  if (warp == 0) v = warp_reduce_sum(lane < kWarpsPerBlock ? s_warp_sums[lane] : T(0));
+  return v;
+  // END SOLUTION
+  // STUB: return v;
+}
+
+template <class T>
+__global__ void reduce_shuffle_kernel(const T* in, T* out, std::size_t count) {
+  // TODO(student): load two values per thread as in step 3, reduce them with block_reduce_sum, and
+  //                let thread 0 write the block's sum (about 6 lines).
+  // BEGIN SOLUTION
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * (2 * kBlock) + threadIdx.x;
+  T v = i < count ? in[i] : T(0);
+  if (i + kBlock < count) v += in[i + kBlock];
+  v = block_reduce_sum(v);
+  if (threadIdx.x == 0) out[blockIdx.x] = v;
+  // END SOLUTION
+}
+
+template <class T>
+void reduce_shuffle_impl(const T* d_in, T* d_out, std::size_t n, ReduceWorkspace& ws) {
+  // TODO(student): run reduce_shuffle_kernel<T> with reduce_in_passes (1 line).
+  // BEGIN SOLUTION
+  reduce_in_passes<T>(reduce_shuffle_kernel<T>, 2 * kBlock, d_in, d_out, n, ws);
+  // END SOLUTION
+}
+
+void reduce_shuffle(const float* d_in, float* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_shuffle_impl(d_in, d_out, n, ws);
+}
+void reduce_shuffle(const int* d_in, int* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_shuffle_impl(d_in, d_out, n, ws);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 5: one kernel for the whole array. The grid has only as many blocks as fit on the GPU at once
+// (occupancy x SMs); each thread strides over the array with 16-byte loads (float4/int4), kUnroll of
+// them in flight at a time, so the memory system always has work. Each block writes its partial sum;
+// then thread 0 publishes it (__threadfence) and takes a ticket from an atomic counter. The block that
+// draws the last ticket knows every other partial is visible: it adds them, writes *out, and resets
+// the counter to zero for the next call.
+// ---------------------------------------------------------------------------------------------
+
+[[maybe_unused]] constexpr int kUnroll = 4;  // 16-byte loads each thread issues before it adds any of them
+
+// Given: the 16-byte vector type of each value type.
+template <class T>
+struct Vec4;
+template <>
+struct Vec4<float> {
+  using type = float4;
+};
+template <>
+struct Vec4<int> {
+  using type = int4;
+};
+
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    reduce_single_pass_kernel(const T* __restrict__ in, T* out, std::size_t n, T* partials,
+                              unsigned int* counter) {
+  // TODO(student): (about 40 lines)
+  //   1. Grid-stride loop over the n / 4 vectors of in (reinterpret_cast to Vec4<T>::type): while
+  //      kUnroll vectors remain for this thread, load all of them, then add them; then a plain loop
+  //      for the rest; the n % 4 values at the very end are added by the first threads of the grid.
+  //   2. block_reduce_sum; thread 0 stores the block's partial in partials[blockIdx.x], calls
+  //      __threadfence(), then atomicAdd(counter, 1): the block that gets gridDim.x - 1 is the last.
+  //      Share that answer with the block through a __shared__ flag.
+  //   3. The last block sums partials[0 .. gridDim.x) (read them with __ldcg: from L2, not a stale L1),
+  //      thread 0 writes *out and sets *counter back to 0.
+  // BEGIN SOLUTION
+  using V = typename Vec4<T>::type;
+  const V* in4 = reinterpret_cast<const V*>(in);
+  const std::size_t n4 = n / 4;
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * kBlock + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * kBlock;
+
+  T sum = T(0);
+  std::size_t i = thread;
+  for (; i + (kUnroll - 1) * stride < n4; i += kUnroll * stride) {  // all kUnroll loads in bounds
+    V v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = in4[i + u * stride];  // issue every load before any add
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) sum += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+  }
+  for (; i < n4; i += stride) {  // fewer than kUnroll vectors left for this thread
+    const V v = in4[i];
+    sum += (v.x + v.y) + (v.z + v.w);
+  }
+  if (thread < n % 4) sum += in[4 * n4 + thread];  // the last 0-3 values
+
+  sum = block_reduce_sum(sum);
+
+  __shared__ bool s_is_last;
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = sum;
+    // Without this fence another block could see our ticket before our partial: the store and the
+    // atomic go to memory by different paths and may arrive in either order.
+    __threadfence();
+    const unsigned int ticket = atomicAdd(counter, 1u);
+    s_is_last = ticket == gridDim.x - 1;
+    if (s_is_last) __threadfence();  // acquire side: our reads of partials come after the last ticket
+  }
+  __syncthreads();  // s_is_last is written; also separates the two calls of block_reduce_sum
+  if (!s_is_last) return;
+
+  T total = T(0);
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kBlock) total += __ldcg(&partials[b]);
+  total = block_reduce_sum(total);
+  if (threadIdx.x == 0) {
+    *out = total;
+    *counter = 0;  // every block has drawn its ticket: safe to reset for the next launch
+  }
+  // END SOLUTION
+}
+
+template <class T>
+void reduce_single_pass_impl(const T* d_in, T* d_out, std::size_t n, ReduceWorkspace& ws) {
+  // TODO(student): grid = min(blocks that fit on the GPU at once, blocks the data needs): ask
+  //                cudaOccupancyMaxActiveBlocksPerMultiprocessor for reduce_single_pass_kernel<T>
+  //                (kBlock threads, no dynamic shared memory) and multiply by cudalab::sm_count().
+  //                The answer does not change between calls: compute it once (a static local).
+  //                Then launch with ws.partials<T>() and ws.counter(), and check (about 12 lines).
+  // BEGIN SOLUTION
+  static const std::size_t max_resident = [] {
+    int blocks_per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, reduce_single_pass_kernel<T>,
+                                                             kBlock, 0));
+    return static_cast<std::size_t>(blocks_per_sm) * cudalab::sm_count();
+  }();
+  const std::size_t needed = cudalab::ceil_div<std::size_t>(n, 4 * kBlock);  // >= one vector per thread
+  const std::size_t blocks = std::max<std::size_t>(1, std::min(max_resident, needed));
+  reduce_single_pass_kernel<T><<<static_cast<unsigned>(blocks), kBlock>>>(d_in, d_out, n, ws.partials<T>(),
+                                                                          ws.counter());
+  CUDA_CHECK_LAST();
+  // END SOLUTION
+}
+
+void reduce_single_pass(const float* d_in, float* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_single_pass_impl(d_in, d_out, n, ws);
+}
+void reduce_single_pass(const int* d_in, int* d_out, std::size_t n, ReduceWorkspace& ws) {
+  reduce_single_pass_impl(d_in, d_out, n, ws);
+}
