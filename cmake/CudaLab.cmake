@@ -28,10 +28,8 @@ function(cudalab_add_lab topic)
   set(solution_src "${solution_dir}/${topic}.cu")
   set(hidden_test_src "${solution_dir}/test_hidden_${topic}.cu")
 
+  # With RDC, CMake links the device runtime (cudadevrt) itself for separable compilation.
   set(libs cudalab::common GTest::gtest CUDA::cudart ${ARG_LIBS})
-  if(ARG_RDC)
-    list(APPEND libs CUDA::cudadevrt)
-  endif()
 
   # The test translation unit compiles once and links into both binaries.
   _cudalab_object_library(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${libs}" ${ARG_RDC})
