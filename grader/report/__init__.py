@@ -48,3 +48,22 @@ def write_reports(results: Results, out_dir: Path) -> dict[str, Path]:
     _write(paths["gradescope"], json.dumps(render_gradescope(results), indent=2, ensure_ascii=False) + "\n")
     _write(paths["csv"], render_csv(results))
     return paths
+
+
+# Class-level (batch) reports and the GitHub Classroom runner result; write_reports above is unchanged.
+from grader.report.batch import (
+    StudentOutcome,
+    render_class_summary,
+    render_gradebook_csv,
+    write_batch_reports,
+)
+from grader.report.classroom import encode_classroom, render_classroom
+
+__all__ += [
+    "StudentOutcome",
+    "encode_classroom",
+    "render_class_summary",
+    "render_classroom",
+    "render_gradebook_csv",
+    "write_batch_reports",
+]
