@@ -1,0 +1,287 @@
+// Lab 07 tests. Correctness tests judge; perf tests only measure (the grader scores speed).
+#include <gtest/gtest.h>
+
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <cudalab/bench.cuh>
+#include <cudalab/check.cuh>
+#include <cudalab/compare.hpp>
+#include <cudalab/device_buffer.cuh>
+#include <cudalab/gtest_cuda.hpp>
+#include <cudalab/random.hpp>
+
+#include "scan.cuh"
+
+namespace {
+
+using cudalab::AllEqual;
+using cudalab::DeviceBuffer;
+
+constexpr std::uint64_t kSeed = 7007;
+
+// Values 1..7: never zero (a zero hides an element that was skipped) and small enough that the sum
+// of 2^28 + 5 of them stays below 2^31 (7 * (2^28 + 5) < 2147483647), so int32 results are exact.
+std::vector<int> make_input(std::size_t n, std::uint64_t seed) { return cudalab::random_vector<int>(n, seed, 1, 7); }
+
+enum class Kind { kInclusive, kExclusive };
+
+// The CPU reference, restarting the running sum at every multiple of `segment` (the block scans of
+// Tasks 1-3 scan each tile on its own; a whole-array scan has one segment).
+std::vector<int> reference_scan(const std::vector<int>& in, Kind kind, std::size_t segment) {
+  std::vector<int> out(in.size());
+  std::int64_t running = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (i % segment == 0) running = 0;
+    if (kind == Kind::kExclusive) {
+      out[i] = static_cast<int>(running);
+      running += in[i];
+    } else {
+      running += in[i];
+      out[i] = static_cast<int>(running);
+    }
+  }
+  return out;
+}
+
+// Runs scan(d_in, d_out) once on fresh buffers with a poisoned output, then checks the output and
+// that the input is unchanged. Random data differs from tile to tile, so a race between threads
+// (a missing __syncthreads) changes some result in practically every one of the many tiles.
+void expect_scan(std::size_t n, std::uint64_t seed, Kind kind, std::size_t segment,
+                 const std::function<void(const int*, int*)>& scan) {
+  const std::vector<int> in = make_input(n, seed);
+  DeviceBuffer<int> d_in(in), d_out(n);
+  cudalab::poison(d_out);
+  scan(d_in.data(), d_out.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(AllEqual(reference_scan(in, kind, segment), d_out.to_host(), seed))
+      << (kind == Kind::kInclusive ? "inclusive" : "exclusive") << " scan of n = " << n
+      << (segment < n ? " in independent tiles of " + std::to_string(segment) : std::string());
+  EXPECT_TRUE(AllEqual(in, d_in.to_host(), seed)) << "the scan must not modify its input";
+}
+
+// Scratch for the whole-array scans, poisoned: the functions may not rely on its contents.
+DeviceBuffer<unsigned char> make_scratch(std::size_t bytes) {
+  DeviceBuffer<unsigned char> d_temp(std::max<std::size_t>(bytes, 1));
+  cudalab::poison(d_temp);
+  return d_temp;
+}
+
+// 1; around a warp; around a 1024-element tile; a few tiles; the largest size of small mode; many
+// tiles (more than one level of tile totals for any tile of 1024 to 4096 items); 2^24 + 3.
+const std::vector<std::size_t> kSizes = {1,    31,    32,        33,    1023, 1024, 1025,
+                                         4097, 65535, (1u << 20) + 7, (1u << 24) + 3};
+// The whole-array scans also run on more than 2^28 items.
+std::vector<std::size_t> any_n_sizes() {
+  std::vector<std::size_t> sizes = kSizes;
+  sizes.push_back((std::size_t{1} << 28) + 5);
+  return sizes;
+}
+
+// --- Tasks 1-3: block scans, each tile of kBlockScanTile on its own --------------------------------
+
+class BlockScanCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(BlockScanCorrectness, HillisSteele) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  expect_scan(n, kSeed + n, Kind::kInclusive, kBlockScanTile,
+              [n](const int* d_in, int* d_out) { block_scan_hillis_steele(d_in, d_out, n); });
+}
+
+TEST_P(BlockScanCorrectness, Blelloch) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  expect_scan(n, kSeed + 2 * n, Kind::kExclusive, kBlockScanTile,
+              [n](const int* d_in, int* d_out) { block_scan_blelloch(d_in, d_out, n); });
+}
+
+TEST_P(BlockScanCorrectness, WarpShuffle) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  expect_scan(n, kSeed + 3 * n, Kind::kInclusive, kBlockScanTile,
+              [n](const int* d_in, int* d_out) { block_scan_warp_shuffle(d_in, d_out, n); });
+}
+INSTANTIATE_TEST_SUITE_P(, BlockScanCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+
+// --- Task 4: any n, scan-then-propagate ----------------------------------------------------------
+
+class ScanCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(ScanCorrectness, Exclusive) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  auto d_temp = make_scratch(scan_temp_bytes(n));
+  expect_scan(n, kSeed + 4 * n, Kind::kExclusive, n,
+              [&](const int* d_in, int* d_out) { exclusive_scan(d_in, d_out, n, d_temp.data()); });
+}
+
+TEST_P(ScanCorrectness, Inclusive) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  auto d_temp = make_scratch(scan_temp_bytes(n));
+  expect_scan(n, kSeed + 5 * n, Kind::kInclusive, n,
+              [&](const int* d_in, int* d_out) { inclusive_scan(d_in, d_out, n, d_temp.data()); });
+}
+INSTANTIATE_TEST_SUITE_P(, ScanCorrectness, ::testing::ValuesIn(any_n_sizes()), cudalab::SizeName());
+
+// --- Challenge: single pass with decoupled look-back ---------------------------------------------
+
+class ScanDecoupledCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(ScanDecoupledCorrectness, Exclusive) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  auto d_temp = make_scratch(scan_decoupled_temp_bytes(n));
+  expect_scan(n, kSeed + 6 * n, Kind::kExclusive, n,
+              [&](const int* d_in, int* d_out) { exclusive_scan_decoupled(d_in, d_out, n, d_temp.data()); });
+}
+
+TEST_P(ScanDecoupledCorrectness, Inclusive) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  auto d_temp = make_scratch(scan_decoupled_temp_bytes(n));
+  expect_scan(n, kSeed + 7 * n, Kind::kInclusive, n,
+              [&](const int* d_in, int* d_out) { inclusive_scan_decoupled(d_in, d_out, n, d_temp.data()); });
+}
+INSTANTIATE_TEST_SUITE_P(, ScanDecoupledCorrectness, ::testing::ValuesIn(any_n_sizes()), cudalab::SizeName());
+
+class ScanDecoupledReuseCorrectness : public cudalab::GpuTest {};
+
+// The tile counter and the status words left by one call must not leak into the next: the same
+// scratch serves five calls in a row, alternating exclusive and inclusive, on different data.
+TEST_F(ScanDecoupledReuseCorrectness, FiveCallsOneScratch) {
+  const std::size_t n = (std::size_t{1} << 18) + 11;
+  CUDALAB_SKIP_IF_LARGE(n);
+  auto d_temp = make_scratch(scan_decoupled_temp_bytes(n));
+  for (int call = 0; call < 5; ++call) {
+    const Kind kind = call % 2 == 0 ? Kind::kExclusive : Kind::kInclusive;
+    expect_scan(n, kSeed + 100 + call, kind, n, [&](const int* d_in, int* d_out) {
+      if (kind == Kind::kExclusive) {
+        exclusive_scan_decoupled(d_in, d_out, n, d_temp.data());
+      } else {
+        inclusive_scan_decoupled(d_in, d_out, n, d_temp.data());
+      }
+    });
+    if (HasFailure()) {
+      ADD_FAILURE() << "call " << call + 1 << " of 5 with the same scratch went wrong";
+      break;
+    }
+  }
+}
+
+// --- Perf ----------------------------------------------------------------------------------------
+
+std::string size_label(std::size_t n) {
+  for (int k = 0; k < 63; ++k) {
+    if (n == (std::size_t{1} << k)) return "N = 2^" + std::to_string(k) + " int32";
+  }
+  return "N = " + std::to_string(n) + " int32";
+}
+
+// Buffers for the whole-array perf tests, and a check of any one scan function on them.
+struct PerfSetup {
+  std::size_t n;
+  std::vector<int> expected;  // exclusive scan of the input
+  DeviceBuffer<int> d_in, d_out;
+  DeviceBuffer<unsigned char> d_temp, d_temp_decoupled, d_temp_cub;
+  std::size_t cub_bytes = 0;
+
+  explicit PerfSetup(std::size_t count) : n(count) {
+    const std::vector<int> in = make_input(n, kSeed + 11);
+    expected = reference_scan(in, Kind::kExclusive, n);
+    d_in = DeviceBuffer<int>(in);
+    d_out = DeviceBuffer<int>(n);
+    d_temp = make_scratch(scan_temp_bytes(n));
+    d_temp_decoupled = make_scratch(scan_decoupled_temp_bytes(n));
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, cub_bytes, d_in.data(), d_out.data(), static_cast<int>(n)));
+    d_temp_cub = DeviceBuffer<unsigned char>(std::max<std::size_t>(cub_bytes, 1));
+  }
+  bool correct(const std::function<void()>& scan) {
+    cudalab::poison(d_out);
+    scan();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return static_cast<bool>(AllEqual(expected, d_out.to_host(), kSeed + 11));
+  }
+  void propagate() { exclusive_scan(d_in.data(), d_out.data(), n, d_temp.data()); }
+  void decoupled() { exclusive_scan_decoupled(d_in.data(), d_out.data(), n, d_temp_decoupled.data()); }
+  void library() {
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(d_temp_cub.data(), cub_bytes, d_in.data(), d_out.data(),
+                                             static_cast<int>(n)));
+  }
+};
+
+class ScanPerf : public cudalab::GpuTestWithParam<std::size_t> {};
+
+// GB/s = 8 N / t (every int read once and written once), against cub::DeviceScan::ExclusiveSum.
+TEST_P(ScanPerf, Propagate) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  PerfSetup s(GetParam());
+  if (!s.correct([&] { s.propagate(); })) CUDALAB_SKIP("exclusive_scan is incorrect at this size: not timed");
+  const bool decoupled_ok = s.correct([&] { s.decoupled(); });
+
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * s.n), size_label(s.n));
+  suite.add("impl", [&] { s.propagate(); });
+  suite.add("cub", [&] { s.library(); });
+  if (decoupled_ok) suite.add("decoupled", [&] { s.decoupled(); });
+  suite.baseline("cub").floor_ms(cudalab::bench::copy_floor_ms(8.0 * s.n));
+  suite.run();
+  suite.record();
+}
+
+TEST_P(ScanPerf, DecoupledLookBack) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  PerfSetup s(GetParam());
+  if (!s.correct([&] { s.decoupled(); })) {
+    CUDALAB_SKIP("exclusive_scan_decoupled is incorrect at this size: not timed");
+  }
+  const bool propagate_ok = s.correct([&] { s.propagate(); });
+
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * s.n), size_label(s.n));
+  suite.add("impl", [&] { s.decoupled(); });
+  suite.add("cub", [&] { s.library(); });
+  if (propagate_ok) suite.add("propagate", [&] { s.propagate(); });
+  suite.baseline("cub").floor_ms(cudalab::bench::copy_floor_ms(8.0 * s.n));
+  suite.run();
+  suite.record();
+}
+INSTANTIATE_TEST_SUITE_P(, ScanPerf, ::testing::Values(std::size_t{1} << 24, std::size_t{1} << 28),
+                         cudalab::SizeName());
+
+class ScanBlockPerf : public cudalab::GpuTest {};
+
+// The three block scans side by side on 2^24 ints (each 1024-element tile scanned on its own), in
+// the same 8 N bytes per call. Informational: it shows what the algorithms cost, not a grade.
+TEST_F(ScanBlockPerf, BlockScans) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  const std::size_t n = std::size_t{1} << 24;
+  const std::vector<int> in = make_input(n, kSeed + 12);
+  const std::vector<int> inclusive = reference_scan(in, Kind::kInclusive, kBlockScanTile);
+  const std::vector<int> exclusive = reference_scan(in, Kind::kExclusive, kBlockScanTile);
+  DeviceBuffer<int> d_in(in), d_out(n);
+  auto correct = [&](const std::vector<int>& expected, const std::function<void()>& scan) {
+    cudalab::poison(d_out);
+    scan();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return static_cast<bool>(AllEqual(expected, d_out.to_host(), kSeed + 12));
+  };
+  auto shuffle = [&] { block_scan_warp_shuffle(d_in.data(), d_out.data(), n); };
+  auto hillis_steele = [&] { block_scan_hillis_steele(d_in.data(), d_out.data(), n); };
+  auto blelloch = [&] { block_scan_blelloch(d_in.data(), d_out.data(), n); };
+  if (!correct(inclusive, shuffle)) CUDALAB_SKIP("block_scan_warp_shuffle is incorrect: not timed");
+
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * n), "N = 2^24 int32, tiles of 1024");
+  suite.add("impl", shuffle);
+  if (correct(inclusive, hillis_steele)) suite.add("hillis_steele", hillis_steele);
+  if (correct(exclusive, blelloch)) suite.add("blelloch", blelloch);
+  suite.floor_ms(cudalab::bench::copy_floor_ms(8.0 * n));
+  suite.run();
+  suite.record();
+}
+
+}  // namespace
