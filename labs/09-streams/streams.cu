@@ -1,0 +1,100 @@
+// Lab 09: streams. Copy in, compute, copy out: first one after the other, then overlapped in a
+// pipeline of chunks, with events between streams and a host callback per chunk.
+#include "streams.cuh"
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include <cudalab/check.cuh>
+
+// ---------------------------------------------------------------------------------------------
+// Task 1: serial. Three whole-array steps, each waiting for the one before: while the kernel runs,
+// both copy engines are idle, and while a copy runs, every SM is.
+// ---------------------------------------------------------------------------------------------
+
+void run_serial(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters) {
+  if (n == 0) return;
+  // TODO(student): cudaMemcpy the input to d_in, launch_work(d_in, d_out, n, iters, 0) on the
+  //                default stream, cudaMemcpy d_out back to h_out (about 4 lines).
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 2: the pipeline's streams. cudaStreamNonBlocking: work in them never waits for, and never
+// holds up, the legacy default stream (stream 0), which otherwise synchronizes with every stream.
+// ---------------------------------------------------------------------------------------------
+
+std::vector<cudaStream_t> create_streams(int count) {
+  std::vector<cudaStream_t> streams;
+  // TODO(student): create `count` streams with cudaStreamCreateWithFlags and cudaStreamNonBlocking
+  //                (about 2 lines).
+  return streams;
+}
+
+void destroy_streams(const std::vector<cudaStream_t>& streams) {
+  // TODO(student): destroy each stream (1 line).
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 3: the pipeline. Each chunk's three steps go, in order, into one stream; chunks go round-robin
+// over the streams. While chunk c computes, chunk c + 1 is copied in and chunk c - 1 copied out:
+// copies in each direction run on copy engines of their own, at the same time as kernels.
+// Task 6 (optional trace): four events per chunk bracket its three steps.
+// ---------------------------------------------------------------------------------------------
+
+void run_pipelined(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters,
+                   int num_chunks, const std::vector<cudaStream_t>& streams, const cudaEvent_t* trace) {
+  if (n == 0) return;
+  // TODO(student): for each chunk c (about 16 lines):
+  //   - its range: [chunk_begin(n, num_chunks, c), chunk_begin(n, num_chunks, c + 1));
+  //   - its stream: streams[c % streams.size()];
+  //   - cudaMemcpyAsync the chunk in, launch_work on the chunk, cudaMemcpyAsync it back, all in that stream;
+  //   - (task 6) if trace is not null, cudaEventRecord trace[4c] before the H2D copy, trace[4c + 1]
+  //     after it, trace[4c + 2] after the kernel and trace[4c + 3] after the D2H copy.
+  //   Then wait for every stream (cudaStreamSynchronize; cudaDeviceSynchronize would also wait for
+  //   unrelated work on other streams). Nothing may touch stream 0.
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 4: one stream per stage. Within a stream, order comes for free; between streams, an event is
+// the only link: cudaEventRecord marks a point in one stream, cudaStreamWaitEvent makes another stream
+// wait for it (on the GPU: the host does not block).
+// ---------------------------------------------------------------------------------------------
+
+void run_three_stage(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters,
+                     int num_chunks, cudaStream_t s_h2d, cudaStream_t s_compute, cudaStream_t s_d2h) {
+  if (n == 0) return;
+  // TODO(student): (about 22 lines)
+  //   - create two events per chunk (cudaEventCreateWithFlags, cudaEventDisableTiming: they only order);
+  //   - per chunk: H2D copy on s_h2d, record "copied"; s_compute waits for "copied", runs the kernel,
+  //     records "computed"; s_d2h waits for "computed" and copies the chunk back;
+  //   - wait for s_d2h (the last stage), then destroy the events.
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 5: a host callback per chunk. cudaLaunchHostFunc enqueues a host function into a stream: it
+// runs (on a thread of the CUDA runtime) once all the work before it in that stream is done, and
+// the stream's later work waits for it. It takes one void*, so each chunk needs its own arguments,
+// kept alive until the callback has run.
+// ---------------------------------------------------------------------------------------------
+
+struct ChunkDoneArgs {
+  ChunkDone on_done;
+  void* user;
+  int chunk;
+};
+
+// The function handed to cudaLaunchHostFunc: unpacks one chunk's arguments.
+void CUDART_CB chunk_done_trampoline(void* args) {
+  // TODO(student): call the user's on_done with this chunk's index and user pointer (about 2 lines).
+}
+
+void run_pipelined_with_callback(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n,
+                                 int iters, int num_chunks, const std::vector<cudaStream_t>& streams,
+                                 ChunkDone on_done, void* user) {
+  if (n == 0) return;
+  std::vector<ChunkDoneArgs> args(num_chunks);  // must outlive the callbacks: we wait below
+  // TODO(student): the pipeline of task 3 (without the trace), plus, right after each chunk's D2H
+  //                copy and in the same stream, cudaLaunchHostFunc(stream, chunk_done_trampoline,
+  //                &args[c]) with args[c] filled in. Then wait for every stream (about 16 lines).
+}

@@ -1,0 +1,178 @@
+// Lab 09: streams. Copy in, compute, copy out: first one after the other, then overlapped in a
+// pipeline of chunks, with events between streams and a host callback per chunk.
+// Reference solution. Regions between BEGIN/END SOLUTION are removed from the student's copy, and
+// "STUB:" lines become code there (python3 -m grader skeleton --write).
+#include "streams.cuh"
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include <cudalab/check.cuh>
+
+// ---------------------------------------------------------------------------------------------
+// Task 1: serial. Three whole-array steps, each waiting for the one before: while the kernel runs,
+// both copy engines are idle, and while a copy runs, every SM is.
+// ---------------------------------------------------------------------------------------------
+
+void run_serial(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters) {
+  if (n == 0) return;
+  // TODO(student): cudaMemcpy the input to d_in, launch_work(d_in, d_out, n, iters, 0) on the
+  //                default stream, cudaMemcpy d_out back to h_out (about 4 lines).
+  // BEGIN SOLUTION
+  const std::size_t bytes = n * sizeof(float);
+  CUDA_CHECK(cudaMemcpy(d_in, h_in, bytes, cudaMemcpyHostToDevice));
+  launch_work(d_in, d_out, n, iters, 0);
+  // Same stream as the kernel, so this copy starts only when the kernel is done; it returns when
+  // the data is in h_out.
+  CUDA_CHECK(cudaMemcpy(h_out, d_out, bytes, cudaMemcpyDeviceToHost));
+  // END SOLUTION
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 2: the pipeline's streams. cudaStreamNonBlocking: work in them never waits for, and never
+// holds up, the legacy default stream (stream 0), which otherwise synchronizes with every stream.
+// ---------------------------------------------------------------------------------------------
+
+std::vector<cudaStream_t> create_streams(int count) {
+  std::vector<cudaStream_t> streams;
+  // TODO(student): create `count` streams with cudaStreamCreateWithFlags and cudaStreamNonBlocking
+  //                (about 2 lines).
+  // BEGIN SOLUTION
+  streams.resize(count);
+  for (cudaStream_t& s : streams) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // END SOLUTION
+  return streams;
+}
+
+void destroy_streams(const std::vector<cudaStream_t>& streams) {
+  // TODO(student): destroy each stream (1 line).
+  // BEGIN SOLUTION
+  for (cudaStream_t s : streams) CUDA_CHECK(cudaStreamDestroy(s));
+  // END SOLUTION
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 3: the pipeline. Each chunk's three steps go, in order, into one stream; chunks go round-robin
+// over the streams. While chunk c computes, chunk c + 1 is copied in and chunk c - 1 copied out:
+// copies in each direction run on copy engines of their own, at the same time as kernels.
+// Task 6 (optional trace): four events per chunk bracket its three steps.
+// ---------------------------------------------------------------------------------------------
+
+void run_pipelined(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters,
+                   int num_chunks, const std::vector<cudaStream_t>& streams, const cudaEvent_t* trace) {
+  if (n == 0) return;
+  // TODO(student): for each chunk c (about 16 lines):
+  //   - its range: [chunk_begin(n, num_chunks, c), chunk_begin(n, num_chunks, c + 1));
+  //   - its stream: streams[c % streams.size()];
+  //   - cudaMemcpyAsync the chunk in, launch_work on the chunk, cudaMemcpyAsync it back, all in that stream;
+  //   - (task 6) if trace is not null, cudaEventRecord trace[4c] before the H2D copy, trace[4c + 1]
+  //     after it, trace[4c + 2] after the kernel and trace[4c + 3] after the D2H copy.
+  //   Then wait for every stream (cudaStreamSynchronize; cudaDeviceSynchronize would also wait for
+  //   unrelated work on other streams). Nothing may touch stream 0.
+  // BEGIN SOLUTION
+  const int num_streams = static_cast<int>(streams.size());
+  for (int c = 0; c < num_chunks; ++c) {
+    const std::size_t begin = chunk_begin(n, num_chunks, c);
+    const std::size_t count = chunk_begin(n, num_chunks, c + 1) - begin;
+    cudaStream_t s = streams[c % num_streams];
+    if (trace != nullptr) CUDA_CHECK(cudaEventRecord(trace[4 * c], s));
+    CUDA_CHECK(cudaMemcpyAsync(d_in + begin, h_in + begin, count * sizeof(float), cudaMemcpyHostToDevice, s));
+    if (trace != nullptr) CUDA_CHECK(cudaEventRecord(trace[4 * c + 1], s));
+    launch_work(d_in + begin, d_out + begin, count, iters, s);
+    if (trace != nullptr) CUDA_CHECK(cudaEventRecord(trace[4 * c + 2], s));
+    CUDA_CHECK(cudaMemcpyAsync(h_out + begin, d_out + begin, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+    if (trace != nullptr) CUDA_CHECK(cudaEventRecord(trace[4 * c + 3], s));
+  }
+  for (cudaStream_t s : streams) CUDA_CHECK(cudaStreamSynchronize(s));
+  // END SOLUTION
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 4: one stream per stage. Within a stream, order comes for free; between streams, an event is
+// the only link: cudaEventRecord marks a point in one stream, cudaStreamWaitEvent makes another stream
+// wait for it (on the GPU: the host does not block).
+// ---------------------------------------------------------------------------------------------
+
+void run_three_stage(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters,
+                     int num_chunks, cudaStream_t s_h2d, cudaStream_t s_compute, cudaStream_t s_d2h) {
+  if (n == 0) return;
+  // TODO(student): (about 22 lines)
+  //   - create two events per chunk (cudaEventCreateWithFlags, cudaEventDisableTiming: they only order);
+  //   - per chunk: H2D copy on s_h2d, record "copied"; s_compute waits for "copied", runs the kernel,
+  //     records "computed"; s_d2h waits for "computed" and copies the chunk back;
+  //   - wait for s_d2h (the last stage), then destroy the events.
+  // BEGIN SOLUTION
+  std::vector<cudaEvent_t> copied(num_chunks), computed(num_chunks);
+  for (int c = 0; c < num_chunks; ++c) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&copied[c], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&computed[c], cudaEventDisableTiming));
+  }
+  for (int c = 0; c < num_chunks; ++c) {
+    const std::size_t begin = chunk_begin(n, num_chunks, c);
+    const std::size_t bytes = (chunk_begin(n, num_chunks, c + 1) - begin) * sizeof(float);
+    CUDA_CHECK(cudaMemcpyAsync(d_in + begin, h_in + begin, bytes, cudaMemcpyHostToDevice, s_h2d));
+    CUDA_CHECK(cudaEventRecord(copied[c], s_h2d));
+
+    CUDA_CHECK(cudaStreamWaitEvent(s_compute, copied[c], 0));  // this chunk's input is on the device
+    launch_work(d_in + begin, d_out + begin, bytes / sizeof(float), iters, s_compute);
+    CUDA_CHECK(cudaEventRecord(computed[c], s_compute));
+
+    CUDA_CHECK(cudaStreamWaitEvent(s_d2h, computed[c], 0));  // this chunk's result is ready
+    CUDA_CHECK(cudaMemcpyAsync(h_out + begin, d_out + begin, bytes, cudaMemcpyDeviceToHost, s_d2h));
+  }
+  // Every D2H copy waited for its kernel, and every kernel for its H2D copy: when s_d2h is done,
+  // all three streams are.
+  CUDA_CHECK(cudaStreamSynchronize(s_d2h));
+  for (int c = 0; c < num_chunks; ++c) {
+    CUDA_CHECK(cudaEventDestroy(copied[c]));
+    CUDA_CHECK(cudaEventDestroy(computed[c]));
+  }
+  // END SOLUTION
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 5: a host callback per chunk. cudaLaunchHostFunc enqueues a host function into a stream: it
+// runs (on a thread of the CUDA runtime) once all the work before it in that stream is done, and
+// the stream's later work waits for it. It takes one void*, so each chunk needs its own arguments,
+// kept alive until the callback has run.
+// ---------------------------------------------------------------------------------------------
+
+struct ChunkDoneArgs {
+  ChunkDone on_done;
+  void* user;
+  int chunk;
+};
+
+// The function handed to cudaLaunchHostFunc: unpacks one chunk's arguments.
+void CUDART_CB chunk_done_trampoline(void* args) {
+  // TODO(student): call the user's on_done with this chunk's index and user pointer (about 2 lines).
+  // BEGIN SOLUTION
+  const auto* a = static_cast<const ChunkDoneArgs*>(args);
+  a->on_done(a->chunk, a->user);
+  // END SOLUTION
+}
+
+void run_pipelined_with_callback(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n,
+                                 int iters, int num_chunks, const std::vector<cudaStream_t>& streams,
+                                 ChunkDone on_done, void* user) {
+  if (n == 0) return;
+  std::vector<ChunkDoneArgs> args(num_chunks);  // must outlive the callbacks: we wait below
+  // TODO(student): the pipeline of task 3 (without the trace), plus, right after each chunk's D2H
+  //                copy and in the same stream, cudaLaunchHostFunc(stream, chunk_done_trampoline,
+  //                &args[c]) with args[c] filled in. Then wait for every stream (about 16 lines).
+  // BEGIN SOLUTION
+  const int num_streams = static_cast<int>(streams.size());
+  for (int c = 0; c < num_chunks; ++c) {
+    const std::size_t begin = chunk_begin(n, num_chunks, c);
+    const std::size_t count = chunk_begin(n, num_chunks, c + 1) - begin;
+    cudaStream_t s = streams[c % num_streams];
+    CUDA_CHECK(cudaMemcpyAsync(d_in + begin, h_in + begin, count * sizeof(float), cudaMemcpyHostToDevice, s));
+    launch_work(d_in + begin, d_out + begin, count, iters, s);
+    CUDA_CHECK(cudaMemcpyAsync(h_out + begin, d_out + begin, count * sizeof(float), cudaMemcpyDeviceToHost, s));
+    args[c] = {on_done, user, c};
+    CUDA_CHECK(cudaLaunchHostFunc(s, chunk_done_trampoline, &args[c]));  // runs once the copy above is done
+  }
+  for (cudaStream_t s : streams) CUDA_CHECK(cudaStreamSynchronize(s));  // also waits for the callbacks
+  // END SOLUTION
+}
