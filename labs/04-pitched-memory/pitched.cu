@@ -1,0 +1,117 @@
+// Lab 04: 2D arrays with padded rows (pitched memory), a map at memory speed, and a 3x3 filter whose
+// weights live in constant memory.
+#include "pitched.cuh"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include <cudalab/check.cuh>
+#include <cudalab/launch.cuh>
+
+// Blocks of 32 x 8 threads: each row of a block is one warp reading 32 consecutive floats of a row.
+[[maybe_unused]] constexpr int kBlockX = 32;
+[[maybe_unused]] constexpr int kBlockY = 8;
+
+// ---------------------------------------------------------------------------------------------
+// Task 1: upload and download. cudaMallocPitch pads each row up to an alignment the memory system
+// likes and tells you the resulting pitch; cudaMemcpy2D copies `height` rows of `width_bytes` each,
+// stepping by the source's and the destination's own pitch.
+// ---------------------------------------------------------------------------------------------
+
+PitchedImage upload_pitched(const std::vector<float>& host, int width, int height) {
+  PitchedImage image;
+  image.width = width;
+  image.height = height;
+  // TODO(student): cudaMallocPitch a width x height float array into image.data / image.pitch, then
+  //                cudaMemcpy2D the host rows into it. The host rows are tightly packed: their pitch
+  //                is width * sizeof(float) (about 4 lines).
+  return image;
+}
+
+std::vector<float> download_pitched(const PitchedImage& image) {
+  std::vector<float> host(static_cast<std::size_t>(image.width) * image.height);
+  // TODO(student): cudaMemcpy2D the rows back into host: destination pitch width * sizeof(float),
+  //                source pitch image.pitch (about 3 lines).
+  return host;
+}
+
+void free_pitched(PitchedImage& image) {
+  // TODO(student): cudaFree the data, then reset image to an empty PitchedImage{} (2 lines).
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 2: a map over pitched rows. The pitch is in bytes, so the address of row y is computed on a
+// char pointer and only then read as floats.
+// ---------------------------------------------------------------------------------------------
+
+__device__ const float* row_ptr(const float* base, std::size_t pitch, int y) {
+  // TODO(student): step y * pitch bytes from base (through const char*) and return it as a float
+  //                pointer (1 line).
+  return base;
+}
+
+__device__ float* row_ptr(float* base, std::size_t pitch, int y) {
+  // TODO(student): the same for a writable array (1 line).
+  return base;
+}
+
+// One thread per element; threads outside width x height do nothing, so the padding stays untouched.
+__global__ void map_affine_kernel(const float* in, std::size_t in_pitch, float* out, std::size_t out_pitch,
+                                  int width, int height, float a, float b) {
+  // TODO(student): x and y from the 2D grid; guard; out(x, y) = a * in(x, y) + b through row_ptr,
+  //                each array with its own pitch (about 4 lines).
+}
+
+void map_affine(const float* d_in, std::size_t in_pitch, float* d_out, std::size_t out_pitch, int width,
+                int height, float a, float b) {
+  if (width <= 0 || height <= 0) return;
+  // TODO(student): kBlockX x kBlockY blocks, a grid covering width x height, launch, check (about 4 lines).
+}
+
+// ---------------------------------------------------------------------------------------------
+// Challenge: the map at memory speed. One element per thread leaves too few loads in flight to keep
+// HBM busy. Here a 32 x 8 block covers a 32 x 32 tile: each thread issues the loads of its kRows
+// rows (8 apart) before its first store, so four independent loads per thread are in flight.
+// ---------------------------------------------------------------------------------------------
+
+[[maybe_unused]] constexpr int kRows = 4;                 // rows per thread
+[[maybe_unused]] constexpr int kTileY = kBlockY * kRows;  // rows per block: 32
+
+__global__ void map_affine_fast_kernel(const float* __restrict__ in, std::size_t in_pitch, float* __restrict__ out,
+                                       std::size_t out_pitch, int width, int height, float a, float b) {
+  // TODO(student): the fastest correct kernel you can write. Idea: each thread loads kRows elements
+  //                of one column (rows kBlockY apart) into registers, then computes and stores them all.
+}
+
+void map_affine_fast(const float* d_in, std::size_t in_pitch, float* d_out, std::size_t out_pitch, int width,
+                     int height, float a, float b) {
+  if (width <= 0 || height <= 0) return;
+  // TODO(student): launch your kernel and check it (about 4 lines).
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task 3: a 3x3 filter. The weights are the same for every thread and every pixel, so they go in
+// constant memory: a small cached space that broadcasts one address to a whole warp in one read.
+// ---------------------------------------------------------------------------------------------
+
+__constant__ float c_weights[9];  // w[r * 3 + c] weighs the neighbour (x + c - 1, y + r - 1)
+
+void set_filter_weights(const float weights[9]) {
+  // TODO(student): copy the 9 weights into c_weights with cudaMemcpyToSymbol, checked (1 line).
+}
+
+// One thread per output pixel. Neighbours outside the image are clamped to the edge, so every read
+// stays inside the rows (never in the padding, never outside the array).
+__global__ void filter3x3_kernel(const float* in, std::size_t in_pitch, float* out, std::size_t out_pitch, int width,
+                                 int height) {
+  // TODO(student): x, y, guard; sum c_weights[r * 3 + c] * in(clamped x + c - 1, clamped y + r - 1)
+  //                over r, c in 0..2; store the sum at out(x, y) (about 12 lines).
+}
+
+void filter3x3(const float* d_in, std::size_t in_pitch, float* d_out, std::size_t out_pitch, int width, int height) {
+  if (width <= 0 || height <= 0) return;
+  // TODO(student): launch filter3x3_kernel over width x height with kBlockX x kBlockY blocks and check
+  //                it (about 4 lines).
+}
