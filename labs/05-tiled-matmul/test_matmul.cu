@@ -1,0 +1,411 @@
+// Lab 05 tests. Correctness tests judge; perf tests only measure (the grader scores speed).
+#include <cublas_v2.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <cudalab/bench.cuh>
+#include <cudalab/check.cuh>
+#include <cudalab/compare.hpp>
+#include <cudalab/device_buffer.cuh>
+#include <cudalab/gtest_cuda.hpp>
+#include <cudalab/random.hpp>
+
+#include "matmul.cuh"
+
+namespace {
+
+using cudalab::AllEqual;
+using cudalab::AllNear;
+using cudalab::DeviceBuffer;
+using cudalab::Shape2D;
+
+constexpr std::uint64_t kSeed = 5005;
+
+// ---------------------------------------------------------------------------------------------
+// cuBLAS, the library baseline. It lives here, never in the student's file.
+// ---------------------------------------------------------------------------------------------
+
+void cublas_check(cublasStatus_t status, const char* expr) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("cuBLAS error ") + cublasGetStatusName(status) + " from `" + expr + "`");
+  }
+}
+#define CUBLAS_CHECK(expr) cublas_check((expr), #expr)
+
+// A cuBLAS handle in pure FP32 (CUBLAS_PEDANTIC_MATH): TF32 tensor cores are 8x faster but round the
+// inputs to 10 mantissa bits, so they must never count as an FP32 result.
+class Cublas {
+ public:
+  Cublas() {
+    CUBLAS_CHECK(cublasCreate(&handle_));
+    CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH));
+  }
+  ~Cublas() { cublasDestroy(handle_); }
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+
+  // Row-major C (m x n) = A (m x k) B (k x n). cuBLAS is column-major, where our row-major C reads as
+  // C^T (n x m) = B^T A^T: so B goes first, and every leading dimension is a row length.
+  void sgemm_row_major(const float* d_a, const float* d_b, float* d_c, int m, int n, int k) {
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, d_b, n, d_a, k, &zero, d_c, n));
+  }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Part A: transpose. Results must be exact: a transpose only moves values.
+// ---------------------------------------------------------------------------------------------
+
+struct MatrixShape {
+  int rows, cols;
+};
+void PrintTo(const MatrixShape& s, std::ostream* os) { *os << s.rows << " x " << s.cols; }
+
+std::vector<float> transpose_reference(const std::vector<float>& in, int rows, int cols) {
+  std::vector<float> out(in.size());
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) out[static_cast<std::size_t>(c) * rows + r] = in[static_cast<std::size_t>(r) * cols + c];
+  }
+  return out;
+}
+
+using TransposeFn = void (*)(const float*, float*, int, int);
+
+// Distinct random values in [1, 1000): any element moved to the wrong place, or not written, shows.
+void check_transpose(TransposeFn transpose, MatrixShape s, std::uint64_t seed) {
+  const std::size_t count = static_cast<std::size_t>(s.rows) * s.cols;
+  const auto in = cudalab::random_vector<float>(count, seed, 1.0f, 1000.0f);
+  DeviceBuffer<float> d_in(in), d_out(count);
+  cudalab::poison(d_out);
+  transpose(d_in.data(), d_out.data(), s.rows, s.cols);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(AllEqual(transpose_reference(in, s.rows, s.cols), d_out.to_host(), seed,
+                       Shape2D{static_cast<std::size_t>(s.cols), static_cast<std::size_t>(s.rows)}))
+      << "input " << s.rows << " x " << s.cols << ", output " << s.cols << " x " << s.rows;
+}
+
+// Single rows and columns, tile edges +- 1, non-square shapes, many blocks.
+const std::vector<MatrixShape> kTransposeShapes = {{1, 1},     {1, 100},    {100, 1},     {31, 33},
+                                                   {32, 32},   {33, 65},    {96, 160},    {1000, 777},
+                                                   {4097, 1025}};
+
+std::string shape_name(const ::testing::TestParamInfo<MatrixShape>& info) {
+  return "r" + std::to_string(info.param.rows) + "_c" + std::to_string(info.param.cols);
+}
+
+class TransposeCorrectness : public cudalab::GpuTestWithParam<MatrixShape> {};
+
+// --- Task 1 ---
+TEST_P(TransposeCorrectness, Naive) {
+  const MatrixShape s = GetParam();
+  CUDALAB_SKIP_IF_LARGE(static_cast<std::size_t>(s.rows) * s.cols);
+  check_transpose(transpose_naive, s, kSeed + s.rows * 7919 + s.cols);
+}
+
+// --- Task 2 ---
+TEST_P(TransposeCorrectness, Tiled) {
+  const MatrixShape s = GetParam();
+  CUDALAB_SKIP_IF_LARGE(static_cast<std::size_t>(s.rows) * s.cols);
+  check_transpose(transpose_tiled, s, kSeed + s.rows * 7919 + s.cols + 1);
+}
+
+// --- Task 3 ---
+TEST_P(TransposeCorrectness, Padded) {
+  const MatrixShape s = GetParam();
+  CUDALAB_SKIP_IF_LARGE(static_cast<std::size_t>(s.rows) * s.cols);
+  check_transpose(transpose_padded, s, kSeed + s.rows * 7919 + s.cols + 2);
+}
+INSTANTIATE_TEST_SUITE_P(, TransposeCorrectness, ::testing::ValuesIn(kTransposeShapes), shape_name);
+
+// ---------------------------------------------------------------------------------------------
+// Part B: matmul against a float64 CPU reference.
+// ---------------------------------------------------------------------------------------------
+
+struct Dims {
+  int m, n, k;
+};
+void PrintTo(const Dims& d, std::ostream* os) { *os << "m = " << d.m << ", n = " << d.n << ", k = " << d.k; }
+
+std::string dims_name(const ::testing::TestParamInfo<Dims>& info) {
+  return "m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" + std::to_string(info.param.k);
+}
+
+// The largest of the three matrices: the sanitizer stage (small mode) keeps problems up to 65536.
+std::size_t largest_matrix(Dims d) {
+  const auto m = static_cast<std::size_t>(d.m), n = static_cast<std::size_t>(d.n), k = static_cast<std::size_t>(d.k);
+  return std::max({m * n, m * k, k * n});
+}
+
+struct Problem {
+  std::vector<float> a, b;       // inputs
+  std::vector<double> expected;  // A * B in float64
+  std::uint64_t seed = 0;
+};
+
+// i-k-j order: the inner loop runs along rows of B and C, so it vectorizes. About 1 s per 10^9
+// multiply-adds on one core, hence the cache below (each problem is solved once per process).
+std::vector<double> matmul_reference(const std::vector<float>& a, const std::vector<float>& b, Dims d) {
+  const std::size_t n = d.n;
+  std::vector<double> c(static_cast<std::size_t>(d.m) * n, 0.0);
+  const std::vector<double> b64(b.begin(), b.end());
+  for (int i = 0; i < d.m; ++i) {
+    double* c_row = &c[i * n];
+    for (int kk = 0; kk < d.k; ++kk) {
+      const double a_ik = a[static_cast<std::size_t>(i) * d.k + kk];
+      const double* b_row = &b64[kk * n];
+      for (std::size_t j = 0; j < n; ++j) c_row[j] += a_ik * b_row[j];
+    }
+  }
+  return c;
+}
+
+// Float problems: entries uniform in [0.25, 1.25), so every element of C is a sum of k positive terms,
+// far from 0, and one wrong or missing product moves it by far more than the tolerance.
+// Integer problems: entries in {-4..-1, 1..4}. Every product and every partial sum is a small integer,
+// exact in float, so the GPU must match the reference bit for bit whatever its summation order: a
+// single product taken from the wrong tile (a race) is an error of at least 1.
+const Problem& problem(Dims d, bool integers) {
+  static std::map<std::tuple<int, int, int, bool>, Problem> cache;
+  const auto key = std::make_tuple(d.m, d.n, d.k, integers);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Problem p;
+  p.seed = kSeed + 1000003ull * d.m + 1009ull * d.n + d.k + (integers ? 17 : 0);
+  const std::size_t a_count = static_cast<std::size_t>(d.m) * d.k, b_count = static_cast<std::size_t>(d.k) * d.n;
+  if (integers) {
+    auto to_float = [](const std::vector<int>& v) {
+      std::vector<float> f(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) f[i] = static_cast<float>(v[i] >= 0 ? v[i] + 1 : v[i]);
+      return f;
+    };
+    p.a = to_float(cudalab::random_vector<int>(a_count, p.seed, -4, 3));
+    p.b = to_float(cudalab::random_vector<int>(b_count, p.seed + 1, -4, 3));
+  } else {
+    p.a = cudalab::random_vector<float>(a_count, p.seed, 0.25f, 1.25f);
+    p.b = cudalab::random_vector<float>(b_count, p.seed + 1, 0.25f, 1.25f);
+  }
+  p.expected = matmul_reference(p.a, p.b, d);
+  return cache.emplace(key, std::move(p)).first->second;
+}
+
+using MatmulFn = void (*)(const float*, const float*, float*, int, int, int);
+
+std::vector<float> run_matmul(MatmulFn matmul, const Problem& p, Dims d) {
+  DeviceBuffer<float> d_a(p.a), d_b(p.b), d_c(static_cast<std::size_t>(d.m) * d.n);
+  cudalab::poison(d_c);
+  matmul(d_a.data(), d_b.data(), d_c.data(), d.m, d.n, d.k);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return d_c.to_host();
+}
+
+// float32 sums of k positive terms stay within ~1e-6 of the float64 result here; one product out of
+// place moves an element by ~1e-3 (k = 1000) relative.
+constexpr cudalab::Tolerance kMatmulTol{3e-5, 0.0};
+
+void check_matmul(MatmulFn matmul, Dims d) {
+  const Problem& p = problem(d, false);
+  EXPECT_TRUE(AllNear(p.expected, run_matmul(matmul, p, d), kMatmulTol, p.seed,
+                      Shape2D{static_cast<std::size_t>(d.m), static_cast<std::size_t>(d.n)}))
+      << "C is " << d.m << " x " << d.n << " with k = " << d.k << " (A is m x k, B is k x n, all row-major)";
+}
+
+void check_matmul_exact(MatmulFn matmul, Dims d) {
+  const Problem& p = problem(d, true);
+  EXPECT_TRUE(AllEqual(p.expected, run_matmul(matmul, p, d), p.seed,
+                       Shape2D{static_cast<std::size_t>(d.m), static_cast<std::size_t>(d.n)}))
+      << "integer inputs, so the result must be exact; a few scattered wrong elements that change from "
+         "run to run point to a race: is the tile overwritten while other warps still read it?";
+}
+
+// 1 x 1 x 1; tile edges +- 1; m != n != k everywhere (swapped row and column indexing fails);
+// shapes that leave partial tiles in every dimension (k % 4 != 0 and k % 4 == 0); 1000^3 and 1024^3.
+const std::vector<Dims> kMatmulDims = {{1, 1, 1},       {17, 33, 65},      {33, 31, 32},      {100, 75, 300},
+                                       {129, 127, 257}, {200, 192, 260},   {300, 200, 513},   {1000, 1000, 1000},
+                                       {1024, 1024, 1024}};
+
+class MatmulCorrectness : public cudalab::GpuTestWithParam<Dims> {};
+
+// --- Task 4 ---
+TEST_P(MatmulCorrectness, Naive) {
+  CUDALAB_SKIP_IF_LARGE(largest_matrix(GetParam()));
+  check_matmul(matmul_naive, GetParam());
+}
+
+// --- Task 5 ---
+TEST_P(MatmulCorrectness, Tiled) {
+  CUDALAB_SKIP_IF_LARGE(largest_matrix(GetParam()));
+  check_matmul(matmul_tiled, GetParam());
+}
+
+// --- Challenge ---
+TEST_P(MatmulCorrectness, Fast) {
+  CUDALAB_SKIP_IF_LARGE(largest_matrix(GetParam()));
+  check_matmul(matmul_fast, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(, MatmulCorrectness, ::testing::ValuesIn(kMatmulDims), dims_name);
+
+// Exact tests that a missing barrier fails. With k = 4096 a block walks 128 tiles of 32: warps that run
+// ahead keep overwriting tiles that slower warps are still reading, in hundreds of blocks at once.
+// The second shape leaves partial tiles everywhere, so missing zero-fill shows exactly too.
+const std::vector<Dims> kExactDims = {{640, 512, 4096}, {333, 517, 1999}};
+
+class MatmulExactCorrectness : public cudalab::GpuTestWithParam<Dims> {};
+
+TEST_P(MatmulExactCorrectness, Tiled) {
+  CUDALAB_SKIP_IF_LARGE(largest_matrix(GetParam()));
+  check_matmul_exact(matmul_tiled, GetParam());
+}
+
+TEST_P(MatmulExactCorrectness, Fast) {
+  CUDALAB_SKIP_IF_LARGE(largest_matrix(GetParam()));
+  check_matmul_exact(matmul_fast, GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(, MatmulExactCorrectness, ::testing::ValuesIn(kExactDims), dims_name);
+
+// ---------------------------------------------------------------------------------------------
+// Perf: TFLOP/s = 2 n^3 / t against cuBLAS SGEMM in pure FP32, on the same buffers.
+// ---------------------------------------------------------------------------------------------
+
+// Square problems too big for a CPU reference: a function's output is checked against cuBLAS instead.
+struct GemmBench {
+  explicit GemmBench(int size)
+      : n(size),
+        count(static_cast<std::size_t>(size) * size),
+        d_a(cudalab::random_vector<float>(count, kSeed + size, 0.25f, 1.25f)),
+        d_b(cudalab::random_vector<float>(count, kSeed + size + 1, 0.25f, 1.25f)),
+        d_c(count),
+        d_ref(count) {
+    blas.sgemm_row_major(d_a.data(), d_b.data(), d_ref.data(), n, n, n);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    reference = d_ref.to_host();
+  }
+
+  // Runs fn once on a poisoned output and compares with cuBLAS (both sum 4096+ positive terms in
+  // float32 in different orders: they agree to ~1e-6).
+  bool correct(MatmulFn fn) {
+    cudalab::poison(d_c);
+    fn(d_a.data(), d_b.data(), d_c.data(), n, n, n);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return static_cast<bool>(AllNear(reference, d_c.to_host(), {1e-4, 0.0}, kSeed + n));
+  }
+
+  void add(cudalab::bench::Suite& suite, const std::string& name, MatmulFn fn) {
+    suite.add(name, [this, fn] { fn(d_a.data(), d_b.data(), d_c.data(), n, n, n); });
+  }
+  void add_cublas(cudalab::bench::Suite& suite) {
+    suite.add("cublas", [this] { blas.sgemm_row_major(d_a.data(), d_b.data(), d_c.data(), n, n, n); });
+    suite.baseline("cublas");
+  }
+  double flops() const { return 2.0 * n * n * static_cast<double>(n); }
+  std::string label() const { return std::to_string(n) + "^3, FP32"; }
+
+  int n;
+  std::size_t count;
+  Cublas blas;
+  DeviceBuffer<float> d_a, d_b, d_c, d_ref;
+  std::vector<float> reference;
+};
+
+class MatmulPerf : public cudalab::GpuTestWithParam<int> {};
+
+// The naive kernel takes ~25 ms per call at 4096^3: fewer seconds for this suite.
+TEST_P(MatmulPerf, Naive) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  GemmBench g(GetParam());
+  if (!g.correct(matmul_naive)) CUDALAB_SKIP("matmul_naive is incorrect at this size: not timed");
+  cudalab::bench::Options options;
+  options.max_seconds = 2.0;
+  cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label(), options);
+  g.add(suite, "impl", matmul_naive);
+  g.add_cublas(suite);
+  suite.run();
+  suite.record();
+}
+
+TEST_P(MatmulPerf, Tiled) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  GemmBench g(GetParam());
+  if (!g.correct(matmul_tiled)) CUDALAB_SKIP("matmul_tiled is incorrect at this size: not timed");
+  cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label());
+  g.add(suite, "impl", matmul_tiled);
+  g.add_cublas(suite);
+  suite.run();
+  suite.record();
+}
+
+TEST_P(MatmulPerf, Fast) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  GemmBench g(GetParam());
+  if (!g.correct(matmul_fast)) CUDALAB_SKIP("matmul_fast is incorrect at this size: not timed");
+  const bool tiled_ok = g.correct(matmul_tiled);
+  cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label());
+  g.add(suite, "impl", matmul_fast);
+  g.add_cublas(suite);
+  if (tiled_ok) g.add(suite, "tiled", matmul_tiled);
+  suite.run();
+  suite.record();
+}
+INSTANTIATE_TEST_SUITE_P(, MatmulPerf, ::testing::Values(4096), cudalab::SizeName());
+
+// 8192^3 (1.1 TFLOP per call), for the record: the challenge against cuBLAS on a bigger problem.
+class MatmulLargePerf : public cudalab::GpuTestWithParam<int> {};
+
+TEST_P(MatmulLargePerf, Fast) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  GemmBench g(GetParam());
+  if (!g.correct(matmul_fast)) CUDALAB_SKIP("matmul_fast is incorrect at this size: not timed");
+  cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label());
+  g.add(suite, "impl", matmul_fast);
+  g.add_cublas(suite);
+  suite.run();
+  suite.record();
+}
+INSTANTIATE_TEST_SUITE_P(, MatmulLargePerf, ::testing::Values(8192), cudalab::SizeName());
+
+// Transpose: GB/s = 2 * 4 * n^2 / t (each element read once and written once), against a
+// device-to-device cudaMemcpy of the same bytes, which is what a transpose can at best approach.
+class TransposePerf : public cudalab::GpuTestWithParam<int> {};
+
+TEST_P(TransposePerf, Padded) {
+  CUDALAB_SKIP_PERF_IN_SMALL_MODE();
+  const int n = GetParam();
+  const std::size_t count = static_cast<std::size_t>(n) * n;
+  const auto in = cudalab::random_vector<float>(count, kSeed + 8, 1.0f, 1000.0f);
+  const auto expected = transpose_reference(in, n, n);
+  DeviceBuffer<float> d_in(in), d_out(count);
+  auto correct = [&](TransposeFn fn) {
+    cudalab::poison(d_out);
+    fn(d_in.data(), d_out.data(), n, n);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return static_cast<bool>(AllEqual(expected, d_out.to_host(), kSeed + 8));
+  };
+  if (!correct(transpose_padded)) CUDALAB_SKIP("transpose_padded is incorrect at this size: not timed");
+  const bool tiled_ok = correct(transpose_tiled);
+  const bool naive_ok = correct(transpose_naive);
+
+  const double bytes = 2.0 * sizeof(float) * count;
+  cudalab::bench::Suite suite(cudalab::bench::Work::bytes(bytes), std::to_string(n) + " x " + std::to_string(n) + " float");
+  suite.add("impl", [&] { transpose_padded(d_in.data(), d_out.data(), n, n); });
+  suite.add("memcpy", [&] {
+    CUDA_CHECK(cudaMemcpyAsync(d_out.data(), d_in.data(), count * sizeof(float), cudaMemcpyDeviceToDevice));
+  });
+  if (tiled_ok) suite.add("tiled", [&] { transpose_tiled(d_in.data(), d_out.data(), n, n); });
+  if (naive_ok) suite.add("naive", [&] { transpose_naive(d_in.data(), d_out.data(), n, n); });
+  suite.baseline("memcpy").floor_ms(cudalab::bench::copy_floor_ms(bytes));
+  suite.run();
+  suite.record();
+}
+INSTANTIATE_TEST_SUITE_P(, TransposePerf, ::testing::Values(8192), cudalab::SizeName());
+
+}  // namespace
