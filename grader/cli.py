@@ -1,0 +1,109 @@
+"""Command line of the grader: argparse only; every verb lives in grader/commands.py."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from . import __version__, commands
+from .errors import Exit, GraderError
+from .progress import Progress
+
+EPILOG = """exit codes: 0 all passed, 1 test failures (or stale skeletons), 2 usage or configuration error,
+3 build failure, 4 environment (no toolkit; no GPU where one is needed)"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 on usage errors, as DESIGN.md wants
+        self.print_usage(sys.stderr)
+        self.exit(Exit.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _labs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("labs", nargs="*", metavar="LAB", help="lab selectors: 3, 03, vector-add, 03-vector-add (default: all)")
+
+
+def _build_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="CMake preset (default: 'default' with a GPU, 'ci' without)")
+    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs")
+
+
+def _run_opts(p: argparse.ArgumentParser) -> None:
+    _build_opts(p)
+    p.add_argument("--solution", action="store_true", help="grade the reference solution instead of the student files")
+    p.add_argument("--no-build", dest="build", action="store_false", help="use the binaries already built")
+    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python3 -m grader", description="cudalab grader", epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"cudalab grader {__version__}")
+    parser.add_argument("--root", help="repository root (default: the checkout this grader is in)")
+    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+
+    verbs.add_parser("list", help="the labs, with titles and points")
+
+    p = verbs.add_parser("doctor", help="check the toolchain, GoogleTest, the GPU and Python packages")
+    p.add_argument("--brief", action="store_true", help="one line about the GPU (for make test)")
+
+    p = verbs.add_parser("build", help="build labs, one target at a time")
+    _labs(p)
+    _build_opts(p)
+    p.add_argument("--all", action="store_true", help="every lab (the default when no LAB is named)")
+    p.add_argument("--solution", action="store_true", help="build only the reference binaries")
+
+    p = verbs.add_parser("test", help="build and run lab tests, print the results")
+    _labs(p)
+    _run_opts(p)
+
+    p = verbs.add_parser("grade", help="build, run, score and write every report")
+    _labs(p)
+    _run_opts(p)
+    p.add_argument("--out", type=Path, help="report directory (default: reports/)")
+
+    p = verbs.add_parser("skeleton", help="check or regenerate student skeletons from the solutions")
+    _labs(p)
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="exit 1 with a diff when a skeleton is stale")
+    mode.add_argument("--write", action="store_true", help="rewrite stale skeletons")
+
+    p = verbs.add_parser("report", help="render every report from a results.json")
+    p.add_argument("--from", dest="source", type=Path, required=True, help="a results.json")
+    p.add_argument("--out", type=Path, help="report directory (default: beside results.json)")
+    return parser
+
+
+def dispatch(args: argparse.Namespace) -> Exit:
+    root = commands.repo_root(args.root)
+    if args.verb == "list":
+        return commands.cmd_list(root)
+    if args.verb == "doctor":
+        return commands.cmd_doctor(root, brief=args.brief)
+    if args.verb == "build":
+        return commands.cmd_build(root, [] if args.all else args.labs, args.preset, args.jobs, args.solution)
+    if args.verb in ("test", "grade"):
+        common = dict(solution=args.solution, preset=args.preset, jobs=args.jobs, build=args.build,
+                      timeout_s=args.timeout_s, progress=Progress(quiet=args.quiet))
+        if args.verb == "test":
+            return commands.cmd_test(root, args.labs, **common)
+        return commands.cmd_grade(root, args.labs, out_dir=args.out, **common)
+    if args.verb == "skeleton":
+        return commands.cmd_skeleton(root, args.labs, write=args.write)
+    if args.verb == "report":
+        return commands.cmd_report(args.source, args.out)
+    raise GraderError(f"unknown verb {args.verb}")  # pragma: no cover - argparse rejects it first
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(dispatch(args))
+    except GraderError as err:
+        print(f"grader: {err}", file=sys.stderr)
+        return int(err.code)
+    except KeyboardInterrupt:
+        print("grader: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,58 @@
+"""Progress lines while building and running: one line per step, on stderr, so stdout keeps only the
+results. Uses rich when it is importable and stderr is a terminal; plain text otherwise (CI, pipes)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+
+class Progress:
+    def __init__(self, stream: TextIO | None = None, quiet: bool = False, color: bool | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.quiet = quiet
+        tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.color = tty and "NO_COLOR" not in os.environ if color is None else color
+        self._console = None
+        if self.color:
+            try:
+                from rich.console import Console
+
+                self._console = Console(file=self.stream, highlight=False)
+            except ImportError:
+                self._console = None
+
+    def _emit(self, plain: str, markup: str) -> None:
+        if self.quiet:
+            return
+        if self._console is not None:
+            self._console.print(markup)
+        else:
+            self.stream.write(plain + "\n")
+            self.stream.flush()
+
+    def step(self, message: str) -> None:
+        """Something starts: 'building lab03_student'."""
+        self._emit(f"  .. {message}", f"  [dim]..[/] {_escape(message)}")
+
+    def ok(self, message: str) -> None:
+        self._emit(f"  ok {message}", f"  [green]ok[/] {_escape(message)}")
+
+    def fail(self, message: str) -> None:
+        self._emit(f"  !! {message}", f"  [bold red]!![/] {_escape(message)}")
+
+    def note(self, message: str) -> None:
+        self._emit(f"     {message}", f"     [yellow]{_escape(message)}[/]")
+
+    def heading(self, message: str) -> None:
+        self._emit(f"== {message}", f"[bold]== {_escape(message)}[/]")
+
+
+def _escape(text: str) -> str:
+    try:
+        from rich.markup import escape
+
+        return escape(text)
+    except ImportError:  # pragma: no cover - only used with rich
+        return text

@@ -1,0 +1,79 @@
+"""Scores a lab from its rubric (lab.toml).
+
+- A task earns points x passed / counted over the tests its globs match. A test skipped for lack of a
+  GPU counts as not passed; a test skipped in small mode (CUDALAB_SMALL) is not counted at all.
+- A perf goal earns points x clamp((r - zero_at) / (full_at - zero_at), 0, 1), where r is the
+  reference's time over the student's (Perf.ratio_to_reference), and only when the perf test ran.
+- Lab score = task points + perf points. Tests that no task or perf goal matches are kept (0 points).
+"""
+
+from __future__ import annotations
+
+from .gtest import SMALL_MODE_SKIP
+from .labs import Lab, PerfGoal
+from .results import LabResult, Status, TaskScore, TestResult
+
+UNASSIGNED_PERF_TASK = "perf"
+
+
+def counts_for_task(test: TestResult) -> bool:
+    """Whether the test is part of its task's denominator."""
+    return not (test.status is Status.SKIPPED and SMALL_MODE_SKIP.match(test.message))
+
+
+def perf_fraction(ratio: float | None, goal: PerfGoal) -> float:
+    if ratio is None:
+        return 0.0
+    if goal.full_at <= goal.zero_at:
+        return 1.0 if ratio >= goal.full_at else 0.0
+    return min(1.0, max(0.0, (ratio - goal.zero_at) / (goal.full_at - goal.zero_at)))
+
+
+def score_perf(test: TestResult, goal: PerfGoal, points: float) -> float:
+    """Points one perf test earns out of points; also records them on its Perf."""
+    perf = test.perf
+    if perf is None:
+        return 0.0
+    perf.points = points
+    ran = test.status is Status.PASSED
+    perf.earned = round(points * perf_fraction(perf.ratio_to_reference, goal), 4) if ran else 0.0
+    return perf.earned
+
+
+def score_lab(lab: Lab, result: LabResult) -> LabResult:
+    """Fill result.tasks, each test's task, perf points, result.score and result.max_score."""
+    tasks = {t.id: TaskScore(id=t.id, title=t.title, points=t.points, earned=0.0, challenge=t.challenge) for t in lab.tasks}
+    for test in result.tests:
+        goal = lab.perf_goal(test.name) if test.kind == "perf" else None
+        task = lab.task_for_test(test.name)
+        test.task = (goal.task if goal and goal.task else None) or (task.id if task else None)
+        if task is not None and counts_for_task(test):
+            tasks[task.id].tests_total += 1
+            tasks[task.id].tests_passed += test.status is Status.PASSED
+
+    for spec in lab.tasks:
+        ts = tasks[spec.id]
+        if ts.tests_total:
+            ts.earned = round(spec.points * ts.tests_passed / ts.tests_total, 4)
+        elif spec.points:
+            ts.notes.append("no test of this task ran")
+
+    loose = TaskScore(id=UNASSIGNED_PERF_TASK, title="Performance", points=0.0, earned=0.0)
+    for goal in lab.perf:
+        # A test belongs to the first goal that matches it; a goal matching several shares its points.
+        matched = [t for t in result.tests if t.kind == "perf" and lab.perf_goal(t.name) is goal]
+        owner = tasks.get(goal.task) if goal.task else loose
+        assert owner is not None  # labs.load_lab checks that a perf goal names a known task
+        owner.perf_points += goal.points
+        share = goal.points / len(matched) if matched else 0.0
+        earned = sum(score_perf(test, goal, share) for test in matched)
+        if goal.points and not matched:
+            owner.notes.append(f"perf test {goal.test} did not report")
+        elif goal.points and any(t.perf is not None and t.perf.reference is None for t in matched):
+            owner.notes.append(f"{goal.test}: no reference timing in this run, so no perf points")
+        owner.perf_earned = round(owner.perf_earned + earned, 4)
+
+    result.tasks = list(tasks.values()) + ([loose] if loose.perf_points else [])
+    result.max_score = lab.total_points
+    result.score = round(sum(t.earned + t.perf_earned for t in result.tasks), 4)
+    return result

@@ -1,0 +1,176 @@
+"""The grade path end to end, with fake builds and fake test binaries (no cmake, no GPU)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from grader.environment import GpuProbe
+from grader.errors import Exit
+from grader.labs import discover
+from grader.pipeline import RunOptions, binary_sets, exit_code, run_labs
+from grader.progress import Progress
+from grader.results import Category, Results, Status
+
+from .conftest import NO_GPU_REASON, NO_GPU_ROOT, FakeBuilder, add_tests, perf_properties, spec, write_lab
+from .test_cmake import NVCC_ERROR
+
+GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
+NO_GPU = GpuProbe(False, reason="no NVIDIA driver")
+
+
+def run(root: Path, builder: FakeBuilder, gpu: GpuProbe = GPU, **options) -> Results:
+    progress = Progress(stream=io.StringIO())
+    return run_labs(root, discover(root), builder, gpu, RunOptions(**options), progress)
+
+
+def solution_spec(impl_ms: float = 1.0, **extra) -> dict:
+    tests = add_tests(impl_ms=impl_ms)
+    tests.insert(0, {"name": "AddCorrectness.Small/1", "do": "segv"})  # never run: only perf tests are timed
+    del tests[1]
+    return spec(tests, **extra)
+
+
+@pytest.fixture
+def builder(lab_root: Path) -> FakeBuilder:
+    return FakeBuilder(lab_root / "build" / "bin", {
+        "lab01_student": spec(add_tests(impl_ms=1.0 / 0.7)),  # r = 0.7: half the perf points
+        "lab01_solution": solution_spec(1.0),
+    })
+
+
+def test_student_grade(lab_root: Path, builder: FakeBuilder) -> None:
+    results = run(lab_root, builder)
+    assert builder.configured_labs == ["01-add"]
+    assert builder.built == ["lab01_student", "lab01_solution"]
+    lab = results.labs[0]
+    assert [b.target for b in lab.builds] == ["lab01_student", "lab01_solution"]
+    assert lab.passed == 5 and lab.failed == 0
+    perf = next(t for t in lab.tests if t.kind == "perf").perf
+    assert perf.reference is not None and perf.reference.median_ms == 1.0
+    assert perf.ratio_to_reference == pytest.approx(0.7)
+    assert perf.earned == pytest.approx(10.0)
+    assert lab.score == pytest.approx(90.0) and lab.max_score == 100
+    assert results.run.gpu_available and results.run.gpu["gpu_name"] == "NVIDIA Fake"
+    assert results.run.started and results.run.finished and results.run.grader_version
+    assert exit_code(results) is Exit.OK
+    # results.json round-trips
+    assert Results.from_dict(results.to_dict()).to_dict() == results.to_dict()
+
+
+def test_failures_get_hints_and_exit_1(lab_root: Path, builder: FakeBuilder) -> None:
+    builder.specs["lab01_student"] = spec(add_tests(fail_small=True))
+    results = run(lab_root, builder)
+    failed = [t for t in results.labs[0].tests if t.status is Status.FAILED]
+    assert len(failed) == 1 and failed[0].category is Category.WRONG_ANSWER
+    assert "ceil-div" in failed[0].hint
+    assert results.labs[0].score == pytest.approx(80.0)
+    assert exit_code(results) is Exit.TEST_FAILURES
+
+
+def test_compile_error_in_one_lab_does_not_stop_another(lab_root: Path, builder: FakeBuilder) -> None:
+    write_lab(lab_root, "02-more")
+    builder.specs["lab02_student"] = spec(add_tests())
+    builder.specs["lab02_solution"] = solution_spec()
+    builder.failures["lab01_student"] = NVCC_ERROR
+    results = run(lab_root, builder)
+    broken, fine = results.labs
+    assert builder.built == ["lab01_student", "lab01_solution", "lab02_student", "lab02_solution"]
+    assert not broken.builds[0].ok and broken.builds[0].category is Category.COMPILE_ERROR
+    # The expected tests come from the solution build and are all reported, not run.
+    assert len(broken.tests) == 5 and all(t.status is Status.NOT_RUN for t in broken.tests)
+    assert all(t.category is Category.COMPILE_ERROR for t in broken.tests)
+    assert "identifier" in broken.tests[0].message and broken.tests[0].hint
+    assert broken.score == 0 and any("did not build" in m for m in broken.messages)
+    assert fine.passed == 5 and fine.score == 100
+    assert exit_code(results) is Exit.BUILD
+
+
+def test_no_gpu(lab_root: Path, builder: FakeBuilder) -> None:
+    skip = [{"name": t["name"], "do": "skip", "reason": NO_GPU_REASON} for t in add_tests()]
+    builder.specs["lab01_student"] = spec(skip, root=NO_GPU_ROOT)
+    builder.specs["lab01_solution"] = spec(skip, root=NO_GPU_ROOT)
+    results = run(lab_root, builder, NO_GPU)
+    lab = results.labs[0]
+    assert all(b.ok for b in lab.builds)
+    assert lab.skipped == 5 and all(t.category is Category.NO_GPU for t in lab.tests)
+    assert all(t.hint for t in lab.tests)
+    assert not results.run.gpu_available
+    assert results.run.gpu_reason == "no NVIDIA driver is installed on this machine"
+    assert lab.score == 0
+    assert exit_code(results) is Exit.ENVIRONMENT
+
+
+def test_solution_mode(lab_root: Path, builder: FakeBuilder) -> None:
+    builder.specs["lab01_solution"] = spec(add_tests(impl_ms=3.0))
+    results = run(lab_root, builder, mode="solution")
+    assert builder.built == ["lab01_solution"]
+    lab = results.labs[0]
+    assert results.run.mode == "solution"
+    assert all(t.binary == "solution" for t in lab.tests)
+    perf = next(t for t in lab.tests if t.perf).perf
+    assert perf.ratio_to_reference == 1.0 and perf.earned == 20
+    assert lab.score == 100 and exit_code(results) is Exit.OK
+
+
+def test_student_crash_is_attributed(lab_root: Path, builder: FakeBuilder) -> None:
+    tests = add_tests()
+    tests[2] = {"name": "AddCorrectness.Large/1048576", "do": "segv"}
+    builder.specs["lab01_student"] = spec(tests)
+    lab = run(lab_root, builder).labs[0]
+    crashed = next(t for t in lab.tests if t.category is Category.CRASH)
+    assert crashed.name == "AddCorrectness.Large/1048576" and "SIGSEGV" in crashed.message
+    assert lab.passed == 4
+    assert any("re-run one by one" in m for m in lab.messages)
+
+
+def test_lab_without_solution(tmp_path: Path) -> None:
+    write_lab(tmp_path, solution=None)
+    builder = FakeBuilder(tmp_path / "bin", {"lab01_student": spec(add_tests())})
+    results = run(tmp_path, builder)
+    lab = results.labs[0]
+    assert builder.built == ["lab01_student"]
+    assert lab.passed == 5
+    assert any("no reference solution" in m for m in lab.messages)
+    assert lab.score == 80  # perf points need a reference
+    assert binary_sets(discover(tmp_path)[0])[0].reference is None
+
+
+def test_hidden_tests_run_as_a_second_binary(lab_root: Path, builder: FakeBuilder) -> None:
+    (lab_root / "solutions" / "01-add" / "test_hidden_add.cu").write_text("// hidden\n")
+    hidden = [{"name": "AddHiddenCorrectness.Edge", "do": "pass"}]
+    builder.specs["lab01_hidden_student"] = spec(hidden)
+    builder.specs["lab01_hidden_solution"] = spec(hidden)
+    lab = run(lab_root, builder).labs[0]
+    assert builder.built[-2:] == ["lab01_hidden_student", "lab01_hidden_solution"]
+    edge = next(t for t in lab.tests if t.name == "AddHiddenCorrectness.Edge")
+    assert edge.binary == "hidden" and edge.status is Status.PASSED
+
+
+def test_no_build_uses_existing_binaries(lab_root: Path, builder: FakeBuilder) -> None:
+    builder.build("lab01_student")
+    builder.build("lab01_solution")
+    builder.built.clear()
+    results = run(lab_root, builder, build=False)
+    assert builder.built == [] and not builder.configured
+    assert results.labs[0].passed == 5 and results.labs[0].builds == []
+
+
+def test_missing_binary_without_build(lab_root: Path, builder: FakeBuilder) -> None:
+    results = run(lab_root, builder, build=False)
+    lab = results.labs[0]
+    assert lab.tests == [] and any("does not exist" in m for m in lab.messages)
+    assert [b.ok for b in lab.builds] == [False, False]
+    assert exit_code(results) is Exit.BUILD
+
+
+def test_perf_reference_missing_when_solution_perf_is_skipped(lab_root: Path, builder: FakeBuilder) -> None:
+    tests = add_tests()
+    tests[-1] = {"name": "AddPerf.Fast/16777216", "do": "skip", "reason": "f is incorrect at this size: not timed"}
+    builder.specs["lab01_solution"] = spec(tests)
+    lab = run(lab_root, builder).labs[0]
+    perf = next(t for t in lab.tests if t.perf).perf
+    assert perf.reference is None and perf.earned == 0
+    assert perf_properties(1.0)["impl.median_ms"] == "1.0"

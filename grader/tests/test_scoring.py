@@ -1,0 +1,124 @@
+"""Scoring from a rubric: task fractions, skipped tests, perf credit against the reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader import gtest
+from grader.labs import load_lab
+from grader.results import Category, LabResult, Perf, PerfSeries, Status
+from grader.results import TestResult as TResult
+from grader.scoring import perf_fraction, score_lab
+
+from .conftest import FIXTURES, write_lab
+
+
+@pytest.fixture
+def lab(tmp_path: Path):
+    return load_lab(write_lab(tmp_path), tmp_path)
+
+
+def t(name: str, status: Status = Status.PASSED, message: str = "", category: Category | None = None) -> TResult:
+    kind = "perf" if gtest.is_perf_suite(name.split(".")[0]) else "correctness"
+    return TResult(name=name, status=status, kind=kind, message=message, category=category)
+
+
+def perf_test(student_ms: float, reference_ms: float | None, status: Status = Status.PASSED) -> TResult:
+    test = t("AddPerf.Fast/16777216", status)
+    test.perf = Perf(
+        metric="GB/s", work=1e9, variants=[PerfSeries("impl", student_ms)],
+        reference=PerfSeries("impl", reference_ms) if reference_ms else None,
+    )
+    return test
+
+
+def result(*tests: TResult) -> LabResult:
+    return LabResult(number=1, name="01-add", title="Add", max_score=0, tests=list(tests))
+
+
+def task(res: LabResult, task_id: str):
+    return next(ts for ts in res.tasks if ts.id == task_id)
+
+
+def test_task_points_in_proportion(lab) -> None:
+    res = score_lab(lab, result(
+        t("AddCorrectness.Small/1"), t("AddCorrectness.Small/257", Status.FAILED),
+        t("AddCorrectness.Large/1"), t("AddCorrectness.Large/2"),
+        perf_test(1.0, 1.0),
+    ))
+    small, large = task(res, "small"), task(res, "large")
+    assert (small.tests_passed, small.tests_total, small.earned) == (1, 2, 20.0)
+    assert (large.tests_passed, large.tests_total, large.earned) == (2, 2, 40.0)
+    assert large.perf_points == 20 and large.perf_earned == 20.0
+    assert res.max_score == 100 and res.score == 80.0
+    assert [x.task for x in res.tests] == ["small", "small", "large", "large", "large"]
+
+
+def test_no_gpu_skips_count_as_not_passed_small_mode_skips_are_excluded(lab) -> None:
+    res = score_lab(lab, result(
+        t("AddCorrectness.Small/1"),
+        t("AddCorrectness.Small/2", Status.SKIPPED, "no CUDA device (no driver)", Category.NO_GPU),
+        t("AddCorrectness.Large/1"),
+        t("AddCorrectness.Large/99999999", Status.SKIPPED, "small mode (CUDALAB_SMALL): size 99999999 left out"),
+    ))
+    assert task(res, "small").earned == 20.0 and task(res, "small").tests_total == 2
+    assert task(res, "large").earned == 40.0 and task(res, "large").tests_total == 1
+
+
+@pytest.mark.parametrize(
+    ("student_ms", "reference_ms", "earned"),
+    [
+        (1.0, 1.0, 20.0),  # as fast as the reference: r = 1 >= full_at
+        (1.0, 0.9, 20.0),  # r = 0.9 = full_at
+        (1.0, 0.7, 10.0),  # r = 0.7: halfway between zero_at 0.5 and full_at 0.9
+        (1.0, 0.5, 0.0),  # r = zero_at
+        (4.0, 1.0, 0.0),  # far slower
+        (0.5, 1.0, 20.0),  # faster than the reference: clamped
+    ],
+)
+def test_perf_points_are_linear_between_zero_at_and_full_at(lab, student_ms, reference_ms, earned) -> None:
+    res = score_lab(lab, result(perf_test(student_ms, reference_ms)))
+    assert task(res, "large").perf_earned == pytest.approx(earned)
+    assert res.tests[0].perf.points == 20 and res.tests[0].perf.earned == pytest.approx(earned)
+
+
+def test_perf_needs_a_run_and_a_reference(lab) -> None:
+    skipped = perf_test(1.0, 1.0, Status.SKIPPED)
+    res = score_lab(lab, result(skipped))
+    assert task(res, "large").perf_earned == 0
+    res = score_lab(lab, result(perf_test(1.0, None)))
+    assert task(res, "large").perf_earned == 0
+    assert any("no reference timing" in n for n in task(res, "large").notes)
+    res = score_lab(lab, result(t("AddPerf.Fast/16777216", Status.SKIPPED, "f is incorrect at this size: not timed")))
+    assert task(res, "large").perf_earned == 0
+
+
+def test_unmatched_tests_are_kept_with_no_points(lab) -> None:
+    res = score_lab(lab, result(t("Other.Thing"), t("AddCorrectness.Small/1")))
+    assert res.tests[0].task is None and len(res.tests) == 2
+    assert res.score == 40.0
+
+
+def test_perf_fraction_edge_cases(lab) -> None:
+    goal = lab.perf[0]
+    assert perf_fraction(None, goal) == 0.0
+    assert perf_fraction(0.7, goal) == pytest.approx(0.5)
+
+
+def test_score_real_lab03_runs() -> None:
+    root = Path(__file__).resolve().parents[2]
+    lab = load_lab(root / "labs" / "03-vector-add", root)
+    student = gtest.load_report(FIXTURES / "lab03_student_fail.json").tests
+    res = score_lab(lab, result(*student))
+    assert res.max_score == 100
+    assert 0 <= res.score < 100
+    solution = gtest.load_report(FIXTURES / "lab03_solution_pass.json", "solution").tests
+    for x in solution:
+        if x.perf:
+            x.perf.reference = x.perf.impl
+    res = score_lab(lab, result(*solution))
+    assert res.score == 100.0
+    no_gpu = gtest.load_report(FIXTURES / "lab03_student_no_gpu.json").tests
+    assert score_lab(lab, result(*no_gpu)).score == 0
