@@ -63,7 +63,7 @@ def _summary(results: Results) -> _Summary:
     if run.started:
         head.append(fmt_date(run.started))
     if run.commit:
-        head.append(f"commit {clean_text(run.commit)[:12]}")
+        head.append(f"commit {clean_text(run.commit)[:20]}")
     s.head.append(_Line(" · ".join(head), "bold"))
     s.head.append(_Line(f"GPU: {gpu_line(run)}", "" if run.gpu_available else "yellow"))
     if run.toolkit:

@@ -69,7 +69,9 @@ class VectorAddMemoryCorrectness : public cudalab::GpuTest {};
 TEST_F(VectorAddMemoryCorrectness, HostFlowFreesEverything) {
   const std::size_t n = std::size_t{1} << 22;
   const Inputs in = make_inputs(n, kSeed);
-  vector_add_host(in.a, in.b);  // the first call may create the context's own allocations
+  // The first call may create the context's own allocations; it must also be right, or there is
+  // nothing to measure.
+  ASSERT_TRUE(AllEqual(in.expected, vector_add_host(in.a, in.b), kSeed));
   std::size_t free_before = 0, free_after = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
   for (int i = 0; i < 24; ++i) vector_add_host(in.a, in.b);
@@ -228,9 +230,21 @@ class VectorAddExtrasPerf : public cudalab::GpuTest {};
 TEST_F(VectorAddExtrasPerf, AosVersusSoa) {
   CUDALAB_SKIP_PERF_IN_SMALL_MODE();
   const std::size_t n = std::size_t{1} << 24;
-  DeviceBuffer<Particle> d_p(n);
+  const Particle p0{1.5f, 0.75f, 0.75f, 0.75f, 0.75f, 0.75f, 0.75f, 0.75f};
+  DeviceBuffer<Particle> d_p(std::vector<Particle>(n, p0));
   DeviceBuffer<float> d_x(cudalab::random_vector<float>(n, kSeed, 1.0f, 2.0f));
-  d_p.fill_bytes(0x3F);  // ~0.75f everywhere: finite values, nothing overflows
+
+  // Time only what is correct: one scaling by 2 must double x (and nothing else) in both layouts.
+  const std::vector<float> x_before = d_x.to_host();
+  scale_x_soa(d_x.data(), n, 2.0f);
+  scale_x_aos(d_p.data(), n, 2.0f);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> x_after = d_x.to_host();
+  const std::vector<Particle> p_after = d_p.to_host();
+  for (std::size_t i = 0; i < n; i += 4099) {
+    if (x_after[i] != 2.0f * x_before[i]) CUDALAB_SKIP("scale_x_soa is incorrect: not timed");
+    if (p_after[i].x != 3.0f || p_after[i].y != 0.75f) CUDALAB_SKIP("scale_x_aos is incorrect: not timed");
+  }
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * n), "N = 2^24 particles");
   suite.add("impl", [&] { scale_x_soa(d_x.data(), n, 1.0f); });
   suite.add("aos", [&] { scale_x_aos(d_p.data(), n, 1.0f); });
