@@ -104,8 +104,8 @@ void histogram_coarsened(const unsigned char* d_in, std::size_t n, unsigned int*
 // ---------------------------------------------------------------------------------------------
 
 // TODO(student): your fastest histogram_fast, with whatever kernels and helpers it needs. Ideas:
-//   counters private to each lane (no bank conflicts), 16-byte loads, many loads in flight, a fast
-//   path for runs, a grid where every warp finishes at the same time.
+//   counters private to each lane (no bank conflicts), 16-byte loads, the next loads in flight while
+//   you count the last ones, a fast path for runs, a grid that exactly fills the GPU.
 
 void histogram_fast(const unsigned char* d_in, std::size_t n, unsigned int* d_bins) {
 }
