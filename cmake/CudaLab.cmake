@@ -33,15 +33,15 @@ function(cudalab_add_lab topic)
 
   # The test translation unit compiles once and links into both binaries.
   _cudalab_object_library(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${libs}" ${ARG_RDC})
-  _cudalab_test_binary(${lab}_student ${lab}_tests "${student_src}" "${libs}" "${lab};student" ${ARG_RDC})
+  _cudalab_test_binary(${lab}_student ${lab}_tests "${student_src}" "${libs}" ${ARG_RDC})
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${solution_src}")
-    _cudalab_test_binary(${lab}_solution ${lab}_tests "${solution_src}" "${libs}" "${lab};solution" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_solution ${lab}_tests "${solution_src}" "${libs}" ${ARG_RDC})
   endif()
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${hidden_test_src}")
     _cudalab_object_library(${lab}_hidden_tests "${hidden_test_src}" "${libs}" ${ARG_RDC})
-    _cudalab_test_binary(${lab}_hidden_student ${lab}_hidden_tests "${student_src}" "${libs}" "${lab};hidden;student" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_hidden_student ${lab}_hidden_tests "${student_src}" "${libs}" ${ARG_RDC})
     if(EXISTS "${solution_src}")
-      _cudalab_test_binary(${lab}_hidden_solution ${lab}_hidden_tests "${solution_src}" "${libs}" "${lab};hidden;solution" ${ARG_RDC})
+      _cudalab_test_binary(${lab}_hidden_solution ${lab}_hidden_tests "${solution_src}" "${libs}" ${ARG_RDC})
     endif()
   endif()
 endfunction()
@@ -53,17 +53,19 @@ function(_cudalab_object_library name source libs rdc)
   _cudalab_device_code(${name} ${rdc})
 endfunction()
 
-function(_cudalab_test_binary name objects source libs labels rdc)
+function(_cudalab_test_binary name objects source libs rdc)
   add_executable(${name} "${source}")
   # The student's file includes its contract header from the pristine lab directory only.
   target_include_directories(${name} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
   target_link_libraries(${name} PRIVATE ${objects} cudalab::gtest_main ${libs})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
   _cudalab_device_code(${name} ${rdc})
+  # One label per binary, its target name (lab03_solution): GoogleTest's PRE_TEST discovery cannot
+  # carry a list of labels, and ctest -L takes a regex, so `-L lab03` and `-L solution` both select it.
   gtest_discover_tests(${name}
     DISCOVERY_MODE PRE_TEST
     TEST_PREFIX "${name}."
-    PROPERTIES LABELS "${labels}")
+    PROPERTIES LABELS "${name}")
 endfunction()
 
 function(_cudalab_device_code name rdc)
