@@ -36,6 +36,30 @@ def _run_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-build", dest="build", action="store_false", help="use the binaries already built")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--submission", type=Path, metavar="PATH",
+                   help="grade a submission: a directory (a student's repository), a .zip or .tar.gz, or the student "
+                        "file(s) alone; only the student files of PATH/labs/NN-slug/ are staged and built apart")
+    p.add_argument("--max-seconds", type=float, dest="max_seconds", metavar="S",
+                   help="global time limit of the whole run (default: 1 h plus each lab's timeout)")
+    p.add_argument("--sanitizer", type=_tools, dest="sanitizer_tools", metavar="TOOLS",
+                   help="compute-sanitizer tools to run, comma-separated (memcheck,racecheck,synccheck,initcheck), "
+                        "or 'none' (default: each lab.toml's [sanitizer] tools)")
+    p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
+                   help="do not run test binaries under bubblewrap even where it is installed")
+
+
+def _tools(text: str) -> list[str]:
+    tools = [t.strip() for t in text.split(",") if t.strip() and t.strip() != "none"]
+    known = ("memcheck", "racecheck", "synccheck", "initcheck")
+    bad = [t for t in tools if t not in known]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown tool(s) {', '.join(bad)}; choose from {', '.join(known)} or none")
+    return tools
+
+
+def _reveal(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reveal-hidden", action="store_true",
+                   help="show hidden tests whose visibility is after_due_date in full (after the due date)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     _labs(p)
     _run_opts(p)
     p.add_argument("--out", type=Path, help="report directory (default: reports/)")
+    _reveal(p)
 
     p = verbs.add_parser("skeleton", help="check or regenerate student skeletons from the solutions")
     _labs(p)
@@ -73,6 +98,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("report", help="render every report from a results.json")
     p.add_argument("--from", dest="source", type=Path, required=True, help="a results.json")
     p.add_argument("--out", type=Path, help="report directory (default: beside results.json)")
+    _reveal(p)
+
+    p = verbs.add_parser("release", help="write a student copy (no solutions, no hidden tests) and verify it")
+    p.add_argument("--out", type=Path, required=True, help="directory for the copy (new or empty)")
+    p.add_argument("--force", action="store_true", help="replace an earlier release in --out")
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="skip the proof (configure, build every student binary, make grade)")
+    p.add_argument("--keep-verify", dest="keep", action="store_true",
+                   help="keep the scratch copy the proof built")
+    _build_opts(p)
+
+    p = verbs.add_parser("batch", help="grade a class: one folder or archive per student in DIR; reports, class "
+                                       "summary and gradebook in --out; resumable")
+    p.add_argument("batch_dir", type=Path, metavar="DIR", help="one submission per student: folders or .zip/.tar.gz")
+    _labs(p)
+    p.add_argument("--out", type=Path, required=True, help="OUT/<student>/ reports, OUT/class-summary.html, OUT/gradebook.csv")
+    p.add_argument("--force", action="store_true", help="grade every student again, even unchanged ones")
+    p.add_argument("-j", "--jobs", type=int, help="parallel build slots (default: 4, at most the CPU count)")
+    p.add_argument("--preset", help="CMake preset (default: 'default' with a GPU, 'ci' without)")
+    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
+    p.add_argument("--max-seconds", type=float, dest="max_seconds", metavar="S",
+                   help="time limit of each student's grade (default: 1 h plus each lab's timeout)")
+    p.add_argument("--sanitizer", type=_tools, dest="sanitizer_tools", metavar="TOOLS",
+                   help="compute-sanitizer tools to run, comma-separated, or 'none' (default: lab.toml)")
+    p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
+                   help="do not run test binaries under bubblewrap even where it is installed")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return parser
 
 
@@ -86,14 +138,25 @@ def dispatch(args: argparse.Namespace) -> Exit:
         return commands.cmd_build(root, [] if args.all else args.labs, args.preset, args.jobs, args.solution)
     if args.verb in ("test", "grade"):
         common = dict(solution=args.solution, preset=args.preset, jobs=args.jobs, build=args.build,
-                      timeout_s=args.timeout_s, progress=Progress(quiet=args.quiet))
+                      timeout_s=args.timeout_s, progress=Progress(quiet=args.quiet), submission=args.submission,
+                      max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools, sandbox=args.sandbox)
         if args.verb == "test":
             return commands.cmd_test(root, args.labs, **common)
-        return commands.cmd_grade(root, args.labs, out_dir=args.out, **common)
+        return commands.cmd_grade(root, args.labs, out_dir=args.out, reveal_hidden=args.reveal_hidden,
+                                  **common)
     if args.verb == "skeleton":
         return commands.cmd_skeleton(root, args.labs, write=args.write)
     if args.verb == "report":
-        return commands.cmd_report(args.source, args.out)
+        return commands.cmd_report(args.source, args.out, reveal_hidden=args.reveal_hidden)
+    if args.verb == "batch":
+        from .batch import cmd_batch
+
+        return cmd_batch(root, args.batch_dir, args.out, args.labs, force=args.force, jobs=args.jobs, preset=args.preset,
+                         timeout_s=args.timeout_s, max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools,
+                         sandbox=args.sandbox, quiet=args.quiet)
+    if args.verb == "release":
+        return commands.cmd_release(root, args.out, force=args.force, verify=args.verify, preset=args.preset,
+                                    jobs=args.jobs, keep=args.keep)
     raise GraderError(f"unknown verb {args.verb}")  # pragma: no cover - argparse rejects it first
 
 

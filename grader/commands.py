@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, TextIO
 
-from . import skeleton
+from . import hidden, skeleton
 from .cmake import Builder, CMakeBuilder
 from .doctor import format_checks, run_checks
 from .environment import GpuProbe, choose_preset, probe_gpu
 from .errors import Exit, GraderError
+from .integrity import GuardOptions
 from .labs import Lab, LabError, discover, select
 from .listing import format_builds, format_labs, format_tests
 from .pipeline import RunOptions, build_targets, exit_code, run_labs
@@ -27,6 +30,13 @@ def repo_root(explicit: str | None = None) -> Path:
 
 def make_builder(root: Path, preset: str, jobs: int | None) -> Builder:
     return CMakeBuilder(root, preset, jobs)
+
+
+def make_submission_builder(root: Path, preset: str, jobs: int | None, staging: Path) -> Builder:
+    """The build of a staged submission: build/<preset>-submission, CUDALAB_SUBMISSION_DIR=staging."""
+    from .sandbox import SubmissionBuilder
+
+    return SubmissionBuilder(root, preset, jobs, submission_dir=staging)
 
 
 def use_color(stream: TextIO) -> bool:
@@ -51,8 +61,9 @@ def _reporters() -> tuple[Callable[..., dict[str, Path]] | None, Callable[..., N
     return write_reports, render_console
 
 
-def publish(results: Results, out_dir: Path, stdout: TextIO) -> dict[str, Path]:
-    """Write every report into out_dir and print the summary."""
+def publish(results: Results, out_dir: Path, stdout: TextIO, reveal_hidden: bool = False) -> dict[str, Path]:
+    """Write every report into out_dir and print the summary. Hidden tests show as grader/hidden.py says
+    (reveal_hidden: --reveal-hidden); results.json keeps them all."""
     write_reports, render_console = _reporters()
     if write_reports is None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -60,11 +71,12 @@ def publish(results: Results, out_dir: Path, stdout: TextIO) -> dict[str, Path]:
         paths = {"json": out_dir / "results.json"}
         stdout.write("note: grader/report is not available; only results.json was written\n")
     else:
-        paths = write_reports(results, out_dir)
+        paths = write_reports(results, out_dir, reveal_hidden=reveal_hidden)
+    shown = hidden.redact(results, reveal_hidden)
     if render_console is not None:
-        render_console(results, stdout, use_color(stdout))
+        render_console(shown, stdout, use_color(stdout))
     else:
-        stdout.write(format_tests(results, details=True) + "\n")
+        stdout.write(format_tests(shown, details=True) + "\n")
     stdout.write("reports: " + ", ".join(str(p) for p in paths.values()) + "\n")
     return paths
 
@@ -128,14 +140,44 @@ def _run(
     timeout_s: float | None,
     progress: Progress | None,
     gpu: GpuProbe | None,
+    submission: Path | None = None,
+    max_seconds: float | None = None,
+    sanitizer_tools: list[str] | None = None,
+    sandbox: bool = True,
 ) -> Results:
     labs = load_labs(root, selectors)
+    if submission is not None and solution:
+        raise GraderError("--submission grades a student's files; it cannot be combined with --solution", Exit.USAGE)
     gpu = probe_gpu() if gpu is None else gpu
     progress = progress or Progress()
     progress.note(gpu.brief())
-    builder = make_builder(root, choose_preset(gpu, preset), jobs)
-    options = RunOptions(mode="solution" if solution else "student", build=build, reference=reference, timeout_s=timeout_s)
-    return run_labs(root, labs, builder, gpu, options, progress)
+    preset = choose_preset(gpu, preset)
+    builder = make_builder(root, preset, jobs)
+    guard = GuardOptions(max_seconds=max_seconds, sanitizer_tools=sanitizer_tools, sandbox="auto" if sandbox else "off")
+    options = RunOptions(mode="solution" if solution else "student", build=build, reference=reference, timeout_s=timeout_s,
+                         guard=guard)
+    if submission is None:
+        return run_labs(root, labs, builder, gpu, options, progress)
+    # An untrusted submission: only its student files, staged apart, built in a directory of their own.
+    from .sandbox import StagingError, stage_submission
+    from .submission import open_submission  # a directory, a .zip/.tar.gz, or the student file(s) alone
+
+    staging = Path(tempfile.mkdtemp(prefix="cudalab-stage-"))
+    try:
+        try:
+            opened = open_submission(submission, staging / "opened", load_labs(root, []))
+            guard.staged = stage_submission(labs, opened, staging)
+            guard.staged.source = submission
+        except StagingError as err:
+            raise GraderError(f"--submission: {err}", Exit.USAGE) from None
+        for name, staged in guard.staged.labs.items():
+            if staged.refused:
+                progress.fail(f"{name}: the submission's file was not accepted: {'; '.join(staged.errors)}")
+        guard.student_builder = make_submission_builder(root, preset, jobs, staging)
+        options.submission = str(submission)
+        return run_labs(root, labs, builder, gpu, options, progress)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def cmd_test(
@@ -149,10 +191,15 @@ def cmd_test(
     stdout: TextIO | None = None,
     progress: Progress | None = None,
     gpu: GpuProbe | None = None,
+    submission: Path | None = None,
+    max_seconds: float | None = None,
+    sanitizer_tools: list[str] | None = None,
+    sandbox: bool = True,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=False,
-                   timeout_s=timeout_s, progress=progress, gpu=gpu)
+                   timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
+                   sanitizer_tools=sanitizer_tools, sandbox=sandbox)
     stdout.write(format_tests(results) + "\n")
     return exit_code(results)
 
@@ -169,11 +216,17 @@ def cmd_grade(
     stdout: TextIO | None = None,
     progress: Progress | None = None,
     gpu: GpuProbe | None = None,
+    reveal_hidden: bool = False,
+    submission: Path | None = None,
+    max_seconds: float | None = None,
+    sanitizer_tools: list[str] | None = None,
+    sandbox: bool = True,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=True,
-                   timeout_s=timeout_s, progress=progress, gpu=gpu)
-    publish(results, out_dir or root / "reports", stdout)
+                   timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
+                   sanitizer_tools=sanitizer_tools, sandbox=sandbox)
+    publish(results, out_dir or root / "reports", stdout, reveal_hidden=reveal_hidden)
     return exit_code(results)
 
 
@@ -202,11 +255,65 @@ def cmd_skeleton(root: Path, selectors: list[str], write: bool, stdout: TextIO |
     return Exit.OK
 
 
-def cmd_report(source: Path, out_dir: Path | None = None, stdout: TextIO | None = None) -> Exit:
+def cmd_report(
+    source: Path, out_dir: Path | None = None, stdout: TextIO | None = None, reveal_hidden: bool = False
+) -> Exit:
     stdout = stdout or sys.stdout
     try:
         results = Results.load(source)
     except ResultsError as err:
         raise GraderError(f"cannot read results: {err}", Exit.USAGE) from None
-    publish(results, out_dir or source.parent, stdout)
+    publish(results, out_dir or source.parent, stdout, reveal_hidden=reveal_hidden)
     return Exit.OK
+
+
+def cmd_release(
+    root: Path,
+    out: Path,
+    force: bool = False,
+    verify: bool = True,
+    preset: str | None = None,
+    jobs: int | None = None,
+    keep: bool = False,
+    stdout: TextIO | None = None,
+    progress: Progress | None = None,
+) -> Exit:
+    """Write the student copy into out, then prove it configures, builds and grades (grader/release.py)."""
+    from . import release
+
+    stdout = stdout or sys.stdout
+    progress = progress or Progress()
+    made = release.make_release(root, out, force)
+    stdout.write(f"release: {len(made.files)} files copied into {made.out}\n")
+    for why, paths in made.left_out.items():
+        stdout.write(f"  left out {len(paths):4d} file(s): {why}\n")
+    for rel in made.stripped:
+        lab = next((x for x in load_labs(made.out, []) if rel.startswith(f"labs/{x.name}/")), None)
+        points = f" ({lab.total_points:g} points in this copy)" if lab else ""
+        stdout.write(f"  {rel}: hidden tasks and [hidden] removed{points}\n")
+    if made.untracked:
+        stdout.write(f"  note: {len(made.untracked)} file(s) not committed yet are in the copy: "
+                     + ", ".join(made.untracked[:8]) + (" ..." if len(made.untracked) > 8 else "") + "\n")
+    for line in release.dangling_links(made.out):
+        stdout.write(f"  warning: {line}\n")
+    if not verify:
+        stdout.write("not verified (--no-verify): run `make grade` in the copy before handing it out\n")
+        return Exit.OK
+    v = release.verify(made.out, preset, jobs, source_root=root, keep=keep, step=progress.step)
+    if v.ok:
+        note = release.release_note(made.commit, v.summary())
+        (made.out / release.MARKER).write_text(note, encoding="utf-8")
+        stdout.write(f"verified: {v.summary()}\n")
+        if v.scratch:
+            stdout.write(f"the verification copy is kept in {v.scratch}\n")
+        return Exit.OK
+    stdout.write("release verification FAILED:\n" + "".join(f"  - {p}\n" for p in v.problems))
+    if v.log:
+        stdout.write("last output:\n" + v.log + "\n")
+    if v.scratch:
+        stdout.write(f"the verification copy is kept in {v.scratch}\n")
+    if v.stage == "build":
+        return Exit.BUILD
+    if v.stage == "grade" and v.exit_code in (Exit.USAGE, Exit.BUILD):
+        return Exit(v.exit_code)
+    return Exit.TEST_FAILURES

@@ -5,6 +5,12 @@ predict). Tests the run should have reported but did not (a crash, a hang, an ex
 are re-run one per process, so the crash or the timeout is blamed on the test that caused it. A
 sticky CUDA error (after an illegal address every later CUDA call in the process fails) is handled
 the same way: tests that failed with a CUDA error after the first are re-run alone.
+
+A results file is believed only if it looks like GoogleTest's own (verify_report): its counts agree
+with its entries and it carries the properties the harness's environment records. Each run is
+confined by a RunPolicy: resource limits, an optional sandbox, and the grade's deadline. After a run
+that crashed, hung or hit a CUDA error, an on_fault callback (the GPU health probe) decides whether
+the next run may start.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import os
 import re
 import shutil
 import tempfile
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from . import process
 from .results import Category, Perf, PerfSeries, Status, TestResult
@@ -25,6 +33,10 @@ from .text import MESSAGE_LIMIT, tail_lines, truncate
 
 LIST_TIMEOUT_S = 60.0
 MAX_CONSECUTIVE_TIMEOUTS = 3
+# A parameterized test that timed out this often is not re-run with its other parameters (its group is
+# 'Suite.Test', the name up to the first '/'); the other tests still run.
+GROUP_TIMEOUTS = 2
+REPORT_LIMIT_BYTES = 64 << 20
 
 # Keys of a gtest JSON test object; any other key is a property the test recorded.
 _TEST_KEYS = {
@@ -36,6 +48,9 @@ _ROOT_KEYS = {"tests", "failures", "disabled", "errors", "timestamp", "time", "n
 
 _CUDA_ERROR = re.compile(r"CUDA error cudaError\w+|cudaError[A-Z]\w*")
 NO_GPU_SKIP = re.compile(r"^no CUDA device\b")
+# Root properties that cudalab::CudaEnvironment always records: a results file without them was not
+# written by the harness (common/include/cudalab/gtest_cuda.hpp).
+HARNESS_PROPERTIES = ("gpu_name",)
 SMALL_MODE_SKIP = re.compile(r"^small mode\b")
 
 
@@ -179,14 +194,56 @@ def parse_report(data: Any, binary: str = "student") -> ParsedRun:
     return run
 
 
-def load_report(path: Path, binary: str = "student") -> ParsedRun:
-    """Read and parse a gtest JSON file. Raises GtestError when it is missing, truncated or corrupt."""
+def _int(value: Any) -> int | None:
     try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def verify_report(data: Any) -> None:
+    """Raise GtestError unless data looks written by GoogleTest under the cudalab harness: the root's
+    and each suite's test counts match their entries, the failure count matches the failed entries,
+    and the environment's properties are present. A file forged by the code under test fails this."""
+    if not isinstance(data, dict) or not isinstance(data.get("testsuites"), list):
+        raise GtestError("not a GoogleTest JSON report (no 'testsuites' list)")
+    entries = 0
+    failed = 0
+    for suite in data["testsuites"]:
+        if not isinstance(suite, dict) or not isinstance(suite.get("testsuite", []), list):
+            raise GtestError("a test suite entry is not an object")
+        tests = suite.get("testsuite", [])
+        if "tests" in suite and _int(suite["tests"]) != len(tests):
+            raise GtestError(f"suite {suite.get('name', '?')!r} claims {suite['tests']} tests but lists {len(tests)}")
+        if str(suite.get("name", "")) in ("", "NonTestSuiteFailure"):
+            continue  # gtest's entry for failures outside any test: not counted in the root's figures
+        entries += len(tests)
+        failed += sum(1 for t in tests if isinstance(t, dict) and t.get("failures"))
+    if _int(data.get("tests")) != entries:
+        raise GtestError(f"the report claims {data.get('tests')!r} tests but lists {entries}")
+    if _int(data.get("failures")) != failed:
+        raise GtestError(f"the report claims {data.get('failures')!r} failed tests but lists {failed}")
+    missing = [k for k in HARNESS_PROPERTIES if k not in data]
+    if missing:
+        raise GtestError(f"the report lacks the harness's properties ({', '.join(missing)})")
+
+
+def load_report(path: Path, binary: str = "student", verify: bool = False) -> ParsedRun:
+    """Read and parse a gtest JSON file. Raises GtestError when it is missing, truncated or corrupt
+    (and, with verify, when it does not look written by the harness)."""
+    try:
+        if path.stat().st_size > REPORT_LIMIT_BYTES:
+            raise GtestError(f"the results file is larger than {REPORT_LIMIT_BYTES >> 20} MiB")
         data = json.loads(path.read_text(errors="replace"))
     except FileNotFoundError:
         raise GtestError("the test binary wrote no results file") from None
-    except (json.JSONDecodeError, OSError) as err:
+    except (json.JSONDecodeError, OSError, RecursionError) as err:
         raise GtestError(f"the results file is unreadable ({err})") from None
+    if verify:
+        try:
+            verify_report(data)
+        except GtestError as err:
+            raise GtestError(f"the results file was not written by the test harness: {err}") from None
     return parse_report(data, binary)
 
 
@@ -226,6 +283,40 @@ def test_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass
+class RunPolicy:
+    """How each run of a test binary is confined.
+
+    limits: setrlimit()s of the process. sandbox: given the run's private directory (the only one it
+    may write), the command line to put in front of the binary (grader/sandbox.py: bubblewrap), or
+    None. deadline: time.monotonic() after which no run starts (the grade's global cap); a run's
+    timeout is cut to what is left. verify: believe only results files that pass verify_report."""
+
+    limits: process.Limits = field(default_factory=process.Limits)
+    sandbox: Callable[[Path], list[str]] | None = None
+    deadline: float | None = None
+    verify: bool = True
+    cap_s: float | None = None  # the global cap, for messages
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def expired(self) -> bool:
+        left = self.remaining()
+        return left is not None and left <= 0
+
+    def timeout(self, timeout_s: float) -> float:
+        left = self.remaining()
+        return timeout_s if left is None else max(0.1, min(timeout_s, left))
+
+    def cap_message(self) -> str:
+        cap = f" ({self.cap_s:g} s)" if self.cap_s else ""
+        return f"the grade reached its global time limit{cap} before this test could run"
+
+
+DEFAULT_POLICY = RunPolicy()
+
+
 def list_tests(binary: Path, timeout_s: float = LIST_TIMEOUT_S, env: Mapping[str, str] | None = None) -> list[str]:
     res = process.run([binary, "--gtest_list_tests"], timeout_s, env=test_env(env))
     if res.timed_out:
@@ -252,16 +343,22 @@ def run_once(
     gtest_filter: str | None = None,
     env: Mapping[str, str] | None = None,
     label: str = "student",
+    policy: RunPolicy | None = None,
 ) -> Attempt:
+    """One process of the binary. Its results go to a fresh private directory under a random name
+    (results-<random>.json), which the code under test cannot predict."""
+    policy = policy or DEFAULT_POLICY
     workdir = Path(tempfile.mkdtemp(prefix="cudalab-gtest-"))
     try:
-        out = workdir / "results.json"
+        out = workdir / f"results-{os.urandom(8).hex()}.json"
         argv: list[str | Path] = [binary, f"--gtest_output=json:{out}", "--gtest_color=no"]
         if gtest_filter:
             argv.append(f"--gtest_filter={gtest_filter}")
-        proc = process.run(argv, timeout_s, env=test_env(env), cwd=workdir)
+        wrapper = policy.sandbox(workdir) if policy.sandbox else []
+        proc = process.run(argv, policy.timeout(timeout_s), env=test_env(env), cwd=workdir,
+                           limits=policy.limits, wrapper=wrapper)
         try:
-            return Attempt(proc, load_report(out, label))
+            return Attempt(proc, load_report(out, label, verify=policy.verify))
         except GtestError as err:
             return Attempt(proc, None, str(err), report_missing=not out.exists())
     finally:
@@ -309,6 +406,26 @@ class BinaryRun:
     output: str = ""  # the main run's output (bounded)
 
 
+def _not_run(name: str, label: str, category: Category, message: str) -> TestResult:
+    return TestResult(
+        name=name,
+        status=Status.NOT_RUN,
+        kind="perf" if is_perf_suite(name.split(".", 1)[0]) else "correctness",
+        binary=label,
+        category=category,
+        message=message,
+    )
+
+
+def faulted(attempt: Attempt, name: str | None = None) -> bool:
+    """Whether a process ended in a way that may have left the GPU in a bad state: killed, hung,
+    no usable results, or (for name, or any test) a CUDA error."""
+    proc = attempt.proc
+    if proc.timed_out or proc.signal or attempt.parsed is None:
+        return True
+    return any(t.category is Category.CUDA_ERROR for t in attempt.parsed.tests if name is None or t.name == name)
+
+
 def run_binary(
     binary: Path,
     expected: list[str] | None,
@@ -319,14 +436,29 @@ def run_binary(
     env: Mapping[str, str] | None = None,
     max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
     on_rerun: Callable[[str], None] | None = None,
+    policy: RunPolicy | None = None,
+    on_fault: Callable[[str], str | None] | None = None,
 ) -> BinaryRun:
     """Run a test binary once, then re-run alone each expected test that it did not report.
 
     expected: the tests the binary must report (from the instructor-owned build); tests outside it are
     dropped. None: whatever the binary reports, and on a crash whatever --gtest_list_tests says.
+    policy: limits, sandbox, deadline and results-file checks of every run (default: limits only).
+    on_fault(what): called after a run that crashed, hung or hit a CUDA error, before the next run;
+    it returns None when the next run may go ahead, or why not (the GPU no longer works): then the
+    tests still to run are reported not run with that reason.
     """
-    first = run_once(binary, timeout_s, gtest_filter, env, label)
+    policy = policy or DEFAULT_POLICY
     notes: list[str] = []
+    if policy.expired():
+        names = expected if expected is not None else []
+        wanted = [n for n in names if filter_matches(n, gtest_filter)]
+        notes.append(f"{binary.name}: not run (the grade reached its global time limit)")
+        return BinaryRun(
+            tests=[_not_run(n, label, Category.TIMEOUT, policy.cap_message()) for n in wanted],
+            properties={}, notes=notes,
+        )
+    first = run_once(binary, timeout_s, gtest_filter, env, label, policy)
     props = dict(first.parsed.properties) if first.parsed else {}
     reported: dict[str, TestResult] = {t.name: t for t in first.parsed.tests} if first.parsed else {}
 
@@ -349,7 +481,7 @@ def run_binary(
             + (" ..." if len(dropped) > 5 else "")
         )
     if first.proc.timed_out:
-        notes.append(f"{binary.name}: the run did not finish within {timeout_s:g} s; its tests were re-run one by one")
+        notes.append(f"{binary.name}: the run did not finish within {policy.timeout(timeout_s):g} s; its tests were re-run one by one")
     elif first.parsed is None:
         why = first.proc.signal_name or first.report_error or f"exit code {first.proc.returncode}"
         notes.append(f"{binary.name}: the run ended without usable results ({why}); its tests were re-run one by one")
@@ -363,35 +495,56 @@ def run_binary(
     results = dict(reported)
     reran: list[str] = []
     timeouts_in_row = 0
+    group_timeouts: dict[str, int] = {}
+    unhealthy: str | None = None
+    if to_rerun and on_fault is not None and faulted(first):
+        unhealthy = on_fault(f"the full run of {binary.name}")
     for i, name in enumerate(to_rerun):
-        if timeouts_in_row >= max_consecutive_timeouts:
+        stop: tuple[Category, str] | None = None
+        if unhealthy:
+            stop = (Category.HARNESS, unhealthy)
+            notes.append(f"{binary.name}: {unhealthy}; {len(to_rerun) - i} test(s) not re-run")
+        elif policy.expired():
+            stop = (Category.TIMEOUT, policy.cap_message())
+            notes.append(f"{binary.name}: the grade reached its global time limit; {len(to_rerun) - i} test(s) not re-run")
+        elif timeouts_in_row >= max_consecutive_timeouts:
+            stop = (
+                Category.TIMEOUT,
+                f"{max_consecutive_timeouts} tests in a row timed out, so the remaining tests of this binary were not run",
+            )
+            notes.append(f"{binary.name}: stopped re-running after {max_consecutive_timeouts} timeouts in a row")
+        if stop is not None:
             for rest in to_rerun[i:]:
                 if rest in missing:
-                    results[rest] = TestResult(
-                        name=rest,
-                        status=Status.NOT_RUN,
-                        kind="perf" if is_perf_suite(rest.split(".", 1)[0]) else "correctness",
-                        binary=label,
-                        category=Category.TIMEOUT,
-                        message=(
-                            f"{max_consecutive_timeouts} tests in a row timed out, "
-                            "so the remaining tests of this binary were not run"
-                        ),
-                    )
-            notes.append(f"{binary.name}: stopped re-running after {max_consecutive_timeouts} timeouts in a row")
+                    results[rest] = _not_run(rest, label, *stop)
             break
+        group = name.split("/", 1)[0]
+        if group_timeouts.get(group, 0) >= GROUP_TIMEOUTS:
+            if name in missing:
+                results[name] = _not_run(
+                    name, label, Category.TIMEOUT,
+                    f"not re-run: {GROUP_TIMEOUTS} runs of {group} with other parameters timed out",
+                )
+            continue
         if on_rerun:
             on_rerun(name)
-        attempt = run_once(binary, timeout_s, _escape_filter(name), env, label)
+        limit = policy.timeout(timeout_s)
+        attempt = run_once(binary, timeout_s, _escape_filter(name), env, label, policy)
         reran.append(name)
         if not props and attempt.parsed:
             props = dict(attempt.parsed.properties)
         alone = next((t for t in attempt.parsed.tests if t.name == name), None) if attempt.parsed else None
         if alone is not None:
             results[name] = alone
+        elif attempt.proc.timed_out and limit < timeout_s:
+            results[name] = _not_run(name, label, Category.TIMEOUT, policy.cap_message())
         elif name in missing or attempt.proc.signal or attempt.proc.timed_out:
-            results[name] = _process_failure(name, attempt, label, timeout_s)
+            results[name] = _process_failure(name, attempt, label, limit)
         timeouts_in_row = timeouts_in_row + 1 if attempt.proc.timed_out else 0
+        if attempt.proc.timed_out:
+            group_timeouts[group] = group_timeouts.get(group, 0) + 1
+        if on_fault is not None and i + 1 < len(to_rerun) and faulted(attempt, name):
+            unhealthy = on_fault(name)
 
     tests = [results[n] for n in wanted if n in results]
     output = first.proc.output

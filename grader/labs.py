@@ -26,6 +26,7 @@ class Task:
     points: float
     tests: tuple[str, ...]
     challenge: bool = False
+    hidden: bool = False  # scored by the hidden binary's tests only (grader/hidden.py)
 
     def matches(self, test_name: str) -> bool:
         return any(fnmatch.fnmatchcase(test_name, pattern) for pattern in self.tests)
@@ -67,6 +68,7 @@ class Lab:
     techniques: tuple[Technique, ...] = ()
     forbidden_symbols: tuple[str, ...] = ()
     sanitizer: dict = field(default_factory=dict, hash=False, compare=False)
+    hidden_visibility: str = "hidden"  # [hidden] visibility: "hidden", "after_due_date" or "visible"
 
     @property
     def name(self) -> str:
@@ -91,8 +93,10 @@ class Lab:
     def task(self, task_id: str) -> Task | None:
         return next((t for t in self.tasks if t.id == task_id), None)
 
-    def task_for_test(self, test_name: str) -> Task | None:
-        return next((t for t in self.tasks if t.matches(test_name)), None)
+    def task_for_test(self, test_name: str, hidden: bool | None = None) -> Task | None:
+        """The first task whose globs match; with hidden given, only among tasks of that kind (the
+        hidden binary's tests score hidden tasks only, the public tests public ones)."""
+        return next((t for t in self.tasks if t.matches(test_name) and hidden in (None, t.hidden)), None)
 
     def perf_goal(self, test_name: str) -> PerfGoal | None:
         return next((p for p in self.perf if p.matches(test_name)), None)
@@ -124,9 +128,15 @@ def load_lab(path: Path, root: Path) -> Lab:
             points=float(t.get("points", 0)),
             tests=tuple(_require(t, "tests", where)),
             challenge=bool(t.get("challenge", False)),
+            hidden=bool(t.get("hidden", False)),
         )
         for t in data.get("task", [])
     )
+    hidden_table = data.get("hidden", {})
+    hidden_visibility = hidden_table.get("visibility", "hidden")
+    if hidden_visibility not in ("hidden", "after_due_date", "visible"):
+        raise LabError(f"{where}: [hidden] visibility must be 'hidden', 'after_due_date' or 'visible', "
+                       f"not '{hidden_visibility}'")
     task_ids = {t.id for t in tasks}
     perf = []
     for p in data.get("perf", []):
@@ -173,6 +183,7 @@ def load_lab(path: Path, root: Path) -> Lab:
         techniques=tuple(techniques),
         forbidden_symbols=tuple(data.get("forbid", {}).get("symbols", [])),
         sanitizer=dict(data.get("sanitizer", {})),
+        hidden_visibility=hidden_visibility,
     )
 
 

@@ -8,6 +8,7 @@ reference's perf tests in the same run for the reference timings; attach hints; 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from . import gtest, hidden, hints
 from .cmake import Builder
 from .environment import GpuProbe, apply_gpu_properties, new_run_info, now_iso
 from .errors import Exit
+from .integrity import Guard, GuardOptions
 from .labs import Lab
 from .progress import Progress
 from .results import BuildResult, Category, LabResult, PerfSeries, Results, RunInfo, Status, TestResult
@@ -41,6 +43,11 @@ class RunOptions:
     timeout_s: float | None = None  # override every lab's timeout_s
     max_consecutive_timeouts: int = gtest.MAX_CONSECUTIVE_TIMEOUTS
     submission: str = ""
+    # Staging, sandbox, limits, forbidden symbols, techniques, sanitizer, GPU health, global time limit
+    # (grader/integrity.py). None: the defaults (inspection and health checks only with a real CMake build).
+    guard: GuardOptions | None = None
+    # Reference timings measured once and reused, {reference target: {test: series}} (grader/batch.py); None: time it here.
+    reference_timings: Mapping[str, Mapping[str, PerfSeries]] | None = None
 
 
 def has_solution(lab: Lab) -> bool:
@@ -68,19 +75,23 @@ def build_targets(lab: Lab, mode: str = "student") -> list[str]:
 
 
 class LabRunner:
-    def __init__(self, builder: Builder, gpu: GpuProbe, options: RunOptions, progress: Progress, info: RunInfo) -> None:
+    def __init__(self, builder: Builder, gpu: GpuProbe, options: RunOptions, progress: Progress, info: RunInfo,
+                 guard: Guard | None = None) -> None:
         self.builder = builder
         self.gpu = gpu
         self.options = options
         self.progress = progress
         self.info = info
         self._gpu_facts_taken = False
+        self.guard = guard or Guard(getattr(builder, "root", Path.cwd()), builder, gpu, options.mode, progress,
+                                    options.guard, options.build, options.timeout_s)
 
     # --- building ----------------------------------------------------------------------------------
 
     def build(self, target: str, lab_result: LabResult) -> BuildResult:
+        builder = self.guard.builder_for(target)  # a submission's student targets build apart
         if not self.options.build:
-            path = self.builder.bin_dir / target
+            path = builder.bin_dir / target
             if path.is_file():
                 return BuildResult(target=target, ok=True)
             missing = BuildResult(target=target, ok=False, category=Category.HARNESS,
@@ -88,7 +99,7 @@ class LabRunner:
             lab_result.builds.append(missing)
             return missing
         self.progress.step(f"building {target}")
-        result = self.builder.build(target)
+        result = builder.build(target)
         lab_result.builds.append(result)
         if result.ok:
             self.progress.ok(f"built {target} ({result.seconds:.1f} s)")
@@ -132,6 +143,9 @@ class LabRunner:
     def _reference_timings(
         self, target: str, expected: list[str] | None, timeout: float, names: list[str]
     ) -> dict[str, PerfSeries]:
+        cached = self.options.reference_timings.get(target) if self.options.reference_timings is not None else None
+        if cached is not None:
+            return {n: s for n, s in cached.items() if n in names}
         # Time only the perf tests the student's code was timed in: the others earn nothing anyway.
         gtest_filter = ":".join(sorted(names)) if names else PERF_FILTER
         self.progress.step(f"timing the reference ({target}, {len(names)} perf tests)")
@@ -156,6 +170,12 @@ class LabRunner:
         result = LabResult(number=lab.number, name=lab.name, title=lab.title, max_score=lab.total_points)
         timeout = opts.timeout_s or lab.timeout_s
         self.progress.heading(f"lab {lab.name}: {lab.title}")
+        early = self.guard.lab_blocked(lab)  # the global time limit passed, or the GPU stopped working
+        if early is not None:
+            result.messages.append(early.message)
+            result.tests += early.tests(self.guard.known_tests(lab))
+            score_lab(lab, result)
+            return result
         hidden_from: int | None = None  # where the hidden binary's lab messages start
         for bs in binary_sets(lab):
             if bs.kind == "hidden":
@@ -167,23 +187,31 @@ class LabRunner:
                 target, reference, label = bs.reference, None, "hidden" if bs.kind == "hidden" else "solution"
             else:
                 target, reference, label = bs.target, bs.reference, bs.kind
-            built = self.build(target, result)
+            refused = self.guard.refusal(lab, bs.kind, target, label)  # staging refused the student's file
+            built = self.build(target, result) if refused is None else refused.build
             ref_built = self.build(reference, result) if reference else None
             expected = self._expected(result, (reference or "", ref_built), (target, built))
+            blocked = refused or self.guard.gate(lab, bs.kind, target, built, label)  # forbidden symbols, ...
+            if blocked is not None:
+                result.messages.append(blocked.message)
+                result.tests += blocked.tests(expected or [])
+                continue
             if not built.ok:
                 result.messages.append(f"{target} did not build: {built.message}")
                 result.tests += self._not_run(expected or [], label, built)
                 continue
             self.progress.step(f"running {target}")
             run = gtest.run_binary(
-                self.builder.bin_dir / target,
+                self.guard.builder_for(target).bin_dir / target,
                 expected,
                 timeout,
                 label=label,
                 env=opts.env,
                 max_consecutive_timeouts=opts.max_consecutive_timeouts,
                 on_rerun=lambda name: self.progress.step(f"re-running {name} alone"),
+                **self.guard.run_kwargs(),
             )
+            self.guard.after_binary(target, run.tests)
             self._take_gpu_facts(run.properties)
             result.messages += run.notes
             self._report_counts(target, run.tests)
@@ -199,10 +227,12 @@ class LabRunner:
             elif perfs and opts.reference and reference is None:
                 result.messages.append("no reference solution in this tree: perf points cannot be scored")
             result.tests += run.tests
-        if hidden_from is not None:
+        if hidden_from is not None:  # before later stages add messages of their own
             hidden.mark(result, lab.hidden_visibility, hidden_from)
+        self.guard.after_runs(lab, result)  # the compute-sanitizer stage
         hints.annotate(result)
         score_lab(lab, result)
+        self.guard.after_scoring(lab, result)  # techniques withhold points; sanitizer points
         return result
 
     def _report_counts(self, target: str, tests: list[TestResult]) -> None:
@@ -222,10 +252,13 @@ def run_labs(
     if options.build:
         progress.step("configuring")
         builder.configure([lab.name for lab in labs])
-    runner = LabRunner(builder, gpu, options, progress, info)
+    guard = Guard(root, builder, gpu, options.mode, progress, options.guard, options.build, options.timeout_s)
+    guard.start(info, labs)  # also configures a submission's own build directory
+    runner = LabRunner(builder, gpu, options, progress, info, guard)
     results = Results(run=info)
     for lab in labs:
         results.labs.append(runner.run_lab(lab))
+    guard.finish(info)
     if not info.gpu_available and not info.gpu_reason:
         info.gpu_reason = gpu.reason
     info.finished = now_iso()

@@ -106,6 +106,7 @@ class TestResult:
     hint: str = ""
     properties: dict[str, str] = field(default_factory=dict)
     perf: Perf | None = None
+    visibility: str = ""  # hidden binary's tests: "hidden", "after_due_date" or "visible" (grader/hidden.py)
 
 
 @dataclass

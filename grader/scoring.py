@@ -5,6 +5,7 @@
 - A perf goal earns points x clamp((r - zero_at) / (full_at - zero_at), 0, 1), where r is the
   reference's time over the student's (Perf.ratio_to_reference), and only when the perf test ran.
 - Lab score = task points + perf points. Tests that no task or perf goal matches are kept (0 points).
+- The hidden binary's tests score only tasks marked hidden = true; the public tests only the others.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def score_lab(lab: Lab, result: LabResult) -> LabResult:
     tasks = {t.id: TaskScore(id=t.id, title=t.title, points=t.points, earned=0.0, challenge=t.challenge) for t in lab.tasks}
     for test in result.tests:
         goal = lab.perf_goal(test.name) if test.kind == "perf" else None
-        task = lab.task_for_test(test.name)
+        task = lab.task_for_test(test.name, hidden=test.binary == "hidden")
         test.task = (goal.task if goal and goal.task else None) or (task.id if task else None)
         if task is not None and counts_for_task(test):
             tasks[task.id].tests_total += 1

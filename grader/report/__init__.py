@@ -1,5 +1,6 @@
 """Renderers of a Results object: terminal summary, self-contained HTML, results.json, JUnit XML,
-Gradescope results.json and a CSV gradebook row per lab. They read only the result model."""
+Gradescope results.json, the GitHub Classroom runner result and a CSV gradebook row per lab. They read
+only the result model. write_reports writes them all; hidden tests appear in each as grader/hidden.py says."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ FILES = {
     "junit": "junit.xml",
     "gradescope": "gradescope.json",
     "csv": "grades.csv",
+    "classroom": "classroom.json",
+    "classroom_b64": "classroom.b64",
 }
 
 
@@ -37,16 +40,26 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)  # a reader never sees half a report
 
 
-def write_reports(results: Results, out_dir: Path) -> dict[str, Path]:
-    """Write every report into out_dir; returns {format: path}."""
+def write_reports(results: Results, out_dir: Path, reveal_hidden: bool = False) -> dict[str, Path]:
+    """Write every report into out_dir; returns {format: path}.
+
+    results.json is the whole record, hidden tests included (the instructor's). Gradescope gets every
+    test too and gates hidden ones with its own visibility. HTML, JUnit, CSV and the GitHub Classroom
+    result render hidden.redact(results, reveal_hidden): concealed hidden tests are counted, never named."""
+    from grader.hidden import redact
+    from grader.report.classroom import encode_classroom, render_classroom
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {fmt: out_dir / name for fmt, name in FILES.items()}
+    shown = redact(results, reveal_hidden)
     results.save(paths["json"])
-    _write(paths["html"], render_html(results))
-    _write(paths["junit"], render_junit(results))
+    _write(paths["html"], render_html(shown))
+    _write(paths["junit"], render_junit(shown))
     _write(paths["gradescope"], json.dumps(render_gradescope(results), indent=2, ensure_ascii=False) + "\n")
-    _write(paths["csv"], render_csv(results))
+    _write(paths["csv"], render_csv(shown))
+    _write(paths["classroom"], json.dumps(render_classroom(shown), indent=2, ensure_ascii=False) + "\n")
+    _write(paths["classroom_b64"], encode_classroom(shown) + "\n")
     return paths
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.hidden import NOTE_PREFIX, gradescope_visibility, is_hidden, is_hidden_target
 from grader.report._format import (
     category_label,
     clean_text,
@@ -66,7 +67,7 @@ def _task_entry(
         "max_score": _round(task.points),
         "output": truncate("\n".join(lines), _OUTPUT_LIMIT),
         "tags": [f"lab{lab.number:02d}"] + (["challenge"] if task.challenge else []),
-        "visibility": hidden_visibility if any(t.binary == "hidden" for t in members) else visibility,
+        "visibility": gradescope_visibility(members, visibility, hidden_visibility),
     }
     if task.points <= 0:
         entry["status"] = "passed" if task.tests_passed == task.tests_total else "failed"
@@ -122,12 +123,24 @@ def render_gradescope(
     if run.toolkit:
         head.append(f"Toolkit: {clean_text(run.toolkit)}")
     for lab in results.labs:
+        # The top-level output is for everyone: hidden tests appear only in their own gated entries.
+        hidden_tests = [t for t in lab.tests if is_hidden(t)]
+        hidden_vis = (
+            gradescope_visibility(hidden_tests, visibility, hidden_visibility) if hidden_tests else "hidden"
+        )
+        public = [t for t in lab.tests if not is_hidden(t)]
+        counts = {s: sum(t.status is s for t in public) for s in Status}
         head.append(
             f"Lab {lab.number:02d} {clean_text(lab.title)}: "
             f"{fmt_points(lab.score)} / {fmt_points(lab.max_score)}"
-            f" ({lab.passed} passed, {lab.failed} failed, {lab.skipped} skipped, {lab.not_run} not run)"
+            f" ({counts[Status.PASSED]} passed, {counts[Status.FAILED]} failed,"
+            f" {counts[Status.SKIPPED]} skipped, {counts[Status.NOT_RUN]} not run)"
         )
-        head.extend("    " + clean_text(m) for m in lab.messages)
+        head.extend(
+            "    " + clean_text(m)
+            for m in lab.messages
+            if hidden_vis == visibility or not m.startswith(NOTE_PREFIX)
+        )
         for j, build in enumerate(b for b in lab.builds if not b.ok):
             tests.append(
                 {
@@ -139,7 +152,7 @@ def render_gradescope(
                         _OUTPUT_LIMIT,
                     ),
                     "tags": [f"lab{lab.number:02d}", "build"],
-                    "visibility": visibility,
+                    "visibility": hidden_vis if is_hidden_target(build.target) else visibility,
                 }
             )
         for i, task in enumerate(lab.tasks, start=1):
@@ -152,9 +165,10 @@ def render_gradescope(
                 continue
             if perf.points > 0:
                 k += 1
-                tests.append(_perf_entry(lab, f"{lab.number}.{k}", test, visibility))
+                shown_to = gradescope_visibility([test], visibility, hidden_visibility)
+                tests.append(_perf_entry(lab, f"{lab.number}.{k}", test, shown_to))
             value = perf.rate(perf.impl)
-            if value is not None:
+            if value is not None and not is_hidden(test):
                 leaderboard.append(
                     {
                         "name": clean_text(f"Lab {lab.number:02d} {test.name} ({unit(perf)})"),
@@ -186,14 +200,14 @@ def render_gradescope(
                         "max_score": _round(missing),
                         "output": truncate("\n".join(lines), _OUTPUT_LIMIT),
                         "tags": [f"lab{lab.number:02d}", "perf"],
-                        "visibility": visibility,
+                        "visibility": gradescope_visibility(untimed, visibility, hidden_visibility),
                     }
                 )
     unknown = [
         t
         for lab in results.labs
         for t in lab.tests
-        if t.task is None and t.perf is None and t.status is not Status.PASSED
+        if t.task is None and t.perf is None and t.status is not Status.PASSED and not is_hidden(t)
     ]
     if unknown:
         head.append("Other tests that did not pass:")

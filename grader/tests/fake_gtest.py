@@ -98,7 +98,8 @@ def main() -> int:
         failed = failed or "failures" in entry
         suites.setdefault(suite, []).append(entry)
     if out and out.startswith("json:"):
-        report = {"tests": sum(len(v) for v in suites.values()), "failures": 0, "disabled": 0, "errors": 0,
+        failures = sum(1 for v in suites.values() for e in v if e.get("failures"))
+        report = {"tests": sum(len(v) for v in suites.values()), "failures": failures, "disabled": 0, "errors": 0,
                   "time": "0.1s", "name": "AllTests", **spec.get("root", {}),
                   "testsuites": [{"name": s, "tests": len(v), "testsuite": v} for s, v in suites.items()]}
         text = json.dumps(report, indent=2)

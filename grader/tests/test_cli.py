@@ -21,10 +21,11 @@ def stand_in_reports(monkeypatch):
     """A tiny stand-in for grader.report, so these tests do not depend on the renderers."""
     calls: dict[str, object] = {}
 
-    def write_reports(results: Results, out_dir: Path) -> dict[str, Path]:
+    def write_reports(results: Results, out_dir: Path, reveal_hidden: bool = False) -> dict[str, Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
         results.save(out_dir / "results.json")
         calls["written"] = out_dir
+        calls["reveal_hidden"] = reveal_hidden
         return {"json": out_dir / "results.json"}
 
     def render_console(results: Results, stream, color: bool) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.hidden import redact
 from grader.report import (
     console,
     render_console,
@@ -238,19 +239,21 @@ def test_console_no_gpu() -> None:
 
 def test_write_reports(results: Results, tmp_path: Path) -> None:
     paths = write_reports(results, tmp_path / "out")
-    assert set(paths) == {"json", "html", "junit", "gradescope", "csv"}
+    assert set(paths) == {"json", "html", "junit", "gradescope", "csv", "classroom", "classroom_b64"}
     assert {p.name for p in paths.values()} == {
         "results.json",
         "report.html",
         "junit.xml",
         "gradescope.json",
         "grades.csv",
+        "classroom.json",
+        "classroom.b64",
     }
     assert all(p.is_file() and p.stat().st_size > 0 for p in paths.values())
     assert not list((tmp_path / "out").glob("*.tmp"))
     again = Results.load(paths["json"])
     assert again.to_dict() == Results.from_dict(results.to_dict()).to_dict()
-    assert paths["html"].read_text(encoding="utf-8") == render_html(again)
+    assert paths["html"].read_text(encoding="utf-8") == render_html(redact(again))  # grader/hidden.py
     ET.parse(paths["junit"])
     assert json.loads(paths["gradescope"].read_text())["score"] == pytest.approx(results.score)
 

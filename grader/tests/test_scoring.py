@@ -118,7 +118,10 @@ def test_score_real_lab03_runs() -> None:
     for x in solution:
         if x.perf:
             x.perf.reference = x.perf.impl
-    res = score_lab(lab, result(*solution))
+    # lab.toml's hidden task counts only the hidden binary's tests (the fixture has none of them)
+    assert score_lab(lab, result(*solution)).score == 90.0
+    hidden = TResult("VectorAddHiddenCorrectness.Fast/16777229", Status.PASSED, binary="hidden")
+    res = score_lab(lab, result(*solution, hidden))
     assert res.score == 100.0
     no_gpu = gtest.load_report(FIXTURES / "lab03_student_no_gpu.json").tests
     assert score_lab(lab, result(*no_gpu)).score == 0

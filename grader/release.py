@@ -1,0 +1,465 @@
+"""`python3 -m grader release --out DIR`: the student copy of the workbook, and the proof that it works.
+
+The copy holds the files git sees in the working tree (tracked, plus untracked files .gitignore does not
+exclude; every file under the root when it is not a git checkout) minus the instructor's material:
+
+  solutions/                  reference solutions and hidden tests (solutions/NN-slug/test_hidden_*.cu)
+  test_hidden_* anywhere      hidden tests, wherever they are
+  .notes/                     instructor notes
+  docs/instructors.md         the instructor guide
+  ci/gradescope/, ci/gpu-check, ci/gpu_summary.py    course-staff tooling (needs solutions/)
+  grader/tests/, .ci/         the grader's own tests and the repository's CI (they check solutions/)
+
+Each lab.toml loses what would reveal its hidden tests: the [hidden] table, [[task]] entries with
+hidden = true, and the [[perf]] / [[technique]] entries of those tasks. A RELEASE.md says what the copy is.
+
+Then the copy is verified in a scratch directory (the release itself stays pristine): it is checked for
+anything that leaks or needs solutions/, configured with the preset for this machine ("ci" without a
+GPU), every student binary is built, and `make grade` must write every report and exit 0, 1 or 4. Without
+a GPU that is 1 (the skeletons fail their technique checks, which need none) or 4 (nothing could run).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from .errors import Exit, GraderError
+
+MARKER = "RELEASE.md"
+# Path prefixes (directories end in "/") and files left out of a release, with the reason.
+EXCLUDED: tuple[tuple[str, str], ...] = (
+    ("solutions/", "reference solutions and hidden tests"),
+    (".notes/", "instructor notes"),
+    ("docs/instructors.md", "the instructor guide"),
+    ("ci/gradescope/", "the Gradescope autograder bundle (course staff)"),
+    ("ci/gpu-check", "the GPU check of the reference solutions (needs solutions/)"),
+    ("ci/gpu_summary.py", "part of ci/gpu-check"),
+    ("grader/tests/", "the grader's own tests (they check solutions/)"),
+    (".ci/", "the repository's own CI (it checks solutions/)"),
+)
+HIDDEN_TEST_GLOB = "test_hidden_*"
+# What a walk (no git) never copies: build outputs, caches, virtual environments.
+_WALK_SKIP_DIRS = {".git", "build", ".venv", "reports", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+                   ".whl", ".gl", "node_modules"}
+_WALK_SKIP_FILES = ("*.pyc", "*.pyo", "*.tmp")
+# A lab.toml header line: [name] or [[name]], with an optional trailing comment.
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?\s*(#.*)?$")
+REPORT_FILES = ("results.json", "report.html", "junit.xml", "gradescope.json", "grades.csv")
+
+
+class ReleaseError(GraderError):
+    """The release could not be made, or its verification failed."""
+
+    def __init__(self, message: str, code: Exit = Exit.TEST_FAILURES) -> None:
+        super().__init__(message, code)
+
+
+# --- what goes in ----------------------------------------------------------------------------------------
+
+
+def exclusion(rel: str) -> str | None:
+    """Why the file at this repository-relative path stays out of a release (None: it goes in)."""
+    for prefix, why in EXCLUDED:
+        if (rel.startswith(prefix) if prefix.endswith("/") else rel == prefix):
+            return why
+    if fnmatch.fnmatchcase(Path(rel).name, HIDDEN_TEST_GLOB):
+        return "a hidden test"
+    return None
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked files plus untracked ones .gitignore does not exclude; None when root is not a git checkout."""
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        return None
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True, timeout=60, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return sorted({p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p})
+
+
+def _walk_files(root: Path, skip: Path | None = None) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in _WALK_SKIP_DIRS and (skip is None or here / d != skip))
+        for name in filenames:
+            if not any(fnmatch.fnmatchcase(name, g) for g in _WALK_SKIP_FILES):
+                found.append((here / name).relative_to(root).as_posix())
+    return sorted(found)
+
+
+def untracked_files(root: Path) -> list[str]:
+    """Files a release would take that git does not track yet (not committed: worth a warning)."""
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        return []
+    proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--others", "--exclude-standard"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60, check=False)
+    return sorted(p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p and exclusion(p) is None)
+
+
+@dataclass
+class Plan:
+    files: list[str]  # repository-relative paths to copy
+    left_out: dict[str, list[str]] = field(default_factory=dict)  # reason -> paths
+    source: str = "git"  # "git" or "walk"
+
+
+def plan(root: Path, out: Path | None = None) -> Plan:
+    listed = _git_files(root)
+    source = "git"
+    if listed is None:
+        listed, source = _walk_files(root, skip=out), "walk"
+    files: list[str] = []
+    left_out: dict[str, list[str]] = {}
+    for rel in listed:
+        if not (root / rel).is_file() or (root / rel).is_symlink():
+            continue  # deleted in the working tree, a directory (a submodule) or a link: nothing to copy
+        why = exclusion(rel)
+        if why is None:
+            files.append(rel)
+        else:
+            left_out.setdefault(why, []).append(rel)
+    return Plan(files, left_out, source)
+
+
+# --- lab.toml ------------------------------------------------------------------------------------------------
+
+
+def _blocks(text: str) -> list[list[str]]:
+    """The lines of a TOML file cut at each table header; comment lines right above a header go with it."""
+    blocks: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if _HEADER.match(line):
+            prev = blocks[-1]
+            k = len(prev)
+            while k > 0 and prev[k - 1].lstrip().startswith("#"):
+                k -= 1
+            moved = prev[k:]
+            del prev[k:]
+            blocks.append(moved + [line])
+        else:
+            blocks[-1].append(line)
+    return blocks
+
+
+def strip_hidden(text: str, where: str = "lab.toml") -> str:
+    """lab.toml without what describes hidden tests: [hidden], hidden tasks and their perf/technique
+    entries. Raises ReleaseError when the result still mentions them (e.g. an inline table)."""
+    blocks = _blocks(text)
+    parsed: list[tuple[str, dict]] = []
+    for block in blocks[1:]:
+        header = next(line for line in block if _HEADER.match(line))
+        name = _HEADER.match(header).group(2)  # type: ignore[union-attr]
+        try:
+            data = tomllib.loads("".join(block))
+        except tomllib.TOMLDecodeError as err:
+            raise ReleaseError(f"{where}: cannot read the [{name}] table: {err}", Exit.USAGE) from None
+        entry = data
+        for part in name.split("."):
+            entry = entry.get(part, {}) if isinstance(entry, dict) else {}
+        if isinstance(entry, list):
+            entry = entry[0] if entry else {}
+        parsed.append((name, entry))
+    hidden_tasks = {e.get("id") for n, e in parsed if n == "task" and e.get("hidden")}
+    kept = [blocks[0]]
+    for block, (name, entry) in zip(blocks[1:], parsed, strict=True):
+        drop = (
+            name == "hidden" or name.startswith("hidden.")
+            or (name == "task" and bool(entry.get("hidden")))
+            or (name in ("perf", "technique") and entry.get("task") in hidden_tasks)
+        )
+        if not drop:
+            kept.append(block)
+    out = re.sub(r"\n{3,}", "\n\n", "".join("".join(b) for b in kept))
+    problems = hidden_keys(out)
+    if problems:
+        raise ReleaseError(f"{where}: after stripping, still {'; '.join(problems)}")
+    return out
+
+
+def hidden_keys(text: str) -> list[str]:
+    """What in a lab.toml text still describes hidden tests ([] when nothing does)."""
+    data = tomllib.loads(text)
+    problems = []
+    if "hidden" in data:
+        problems.append("has a [hidden] table")
+    problems += [f"has hidden task '{t.get('id')}'" for t in data.get("task", []) if t.get("hidden")]
+    problems += [f"a test glob names hidden tests ({g})" for t in data.get("task", []) for g in t.get("tests", [])
+                 if "hidden" in g.lower()]
+    return problems
+
+
+# --- making the copy -------------------------------------------------------------------------------------------
+
+
+def _commit(root: Path) -> str:
+    if shutil.which("git") is None or not (root / ".git").exists():
+        return ""
+    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, check=False)
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=False)
+    commit = proc.stdout.strip()
+    return commit + (" with uncommitted changes" if commit and dirty.stdout.strip() else "")
+
+
+def _prepare_out(root: Path, out: Path, force: bool) -> None:
+    root, out = root.resolve(), out.resolve()
+    if out == root or root.is_relative_to(out):
+        raise ReleaseError(f"--out {out} would contain the repository itself", Exit.USAGE)
+    if out.is_relative_to(root / "solutions"):
+        raise ReleaseError(f"--out {out} is inside solutions/", Exit.USAGE)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not force:
+            raise ReleaseError(f"{out} exists and is not empty (--force replaces an earlier release)", Exit.USAGE)
+        if not (out / MARKER).is_file():
+            raise ReleaseError(f"{out} is not an earlier release (no {MARKER}); --force replaces only those. "
+                               "Remove it yourself if it should go.", Exit.USAGE)
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+@dataclass
+class Release:
+    out: Path
+    files: list[str]
+    left_out: dict[str, list[str]]
+    stripped: list[str]  # lab.toml files that lost hidden entries
+    commit: str
+    untracked: list[str] = field(default_factory=list)
+
+
+def release_note(commit: str, verified: str = "") -> str:
+    lines = [
+        "# cudalab: student release",
+        "",
+        f"Made by `python3 -m grader release`{' from commit ' + commit if commit else ''}.",
+        "",
+        "This copy of the workbook holds the labs, the tests you can run, the common helpers and the grader.",
+        "It has no reference solutions and no instructor material. Start with README.md and",
+        "docs/getting-started.md; `make grade LAB=03` grades a lab, `make doctor` checks your machine.",
+        "",
+        "Your instructor may grade with more tests than this copy has (hidden tests on other inputs); they",
+        "exercise the same functions, so code that is right for any input passes them too.",
+    ]
+    if verified:
+        lines += ["", f"Verified: {verified}"]
+    return "\n".join(lines) + "\n"
+
+
+def make_release(root: Path, out: Path, force: bool = False) -> Release:
+    """Copy the student's part of root into out (see the module docstring). No verification."""
+    root = root.resolve()
+    out = out.resolve()
+    _prepare_out(root, out, force)
+    p = plan(root, out)
+    stripped = []
+    for rel in p.files:
+        dest = out / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if Path(rel).name == "lab.toml" and rel.startswith("labs/"):
+            text = (root / rel).read_text(encoding="utf-8")
+            new = strip_hidden(text, rel)
+            dest.write_text(new, encoding="utf-8")
+            shutil.copymode(root / rel, dest)
+            if new != text:
+                stripped.append(rel)
+        else:
+            shutil.copy2(root / rel, dest)
+    commit = _commit(root)
+    (out / MARKER).write_text(release_note(commit), encoding="utf-8")
+    return Release(out, p.files, p.left_out, stripped, commit, untracked_files(root) if p.source == "git" else [])
+
+
+# --- checking and verifying the copy ------------------------------------------------------------------------
+
+
+def check_tree(out: Path, source_root: Path | None = None) -> list[str]:
+    """What in a released tree leaks instructor material or depends on it ([] when nothing does)."""
+    problems = []
+    if (out / "solutions").exists():
+        problems.append("solutions/ is in the release")
+    for path in sorted(out.rglob(HIDDEN_TEST_GLOB)):
+        problems.append(f"{path.relative_to(out)} is a hidden test")
+    for path in sorted((out / "labs").glob("*/lab.toml")):
+        rel = path.relative_to(out)
+        try:
+            problems += [f"{rel} {p}" for p in hidden_keys(path.read_text(encoding="utf-8"))]
+        except tomllib.TOMLDecodeError as err:
+            problems.append(f"{rel} is not valid TOML: {err}")
+    for prefix, _ in EXCLUDED:
+        if (out / prefix.rstrip("/")).exists():
+            problems.append(f"{prefix} is in the release")
+    if source_root is not None:
+        needle = str(source_root.resolve()).encode()
+        for path in sorted(p for p in out.rglob("*") if p.is_file() and not p.is_symlink()):
+            try:
+                if needle in path.read_bytes():
+                    problems.append(f"{path.relative_to(out)} names the instructor's checkout ({source_root})")
+            except OSError:
+                continue
+    try:
+        from .labs import LabError, discover
+
+        labs = discover(out)
+        if not labs:
+            problems.append("labs/ holds no lab")
+    except (LabError, FileNotFoundError) as err:
+        problems.append(f"the labs do not load: {err}")
+    return problems
+
+
+@dataclass
+class Verification:
+    ok: bool
+    stage: str  # where it stopped: "tree" (leaks), "build", "grade"; "done" when ok
+    exit_code: int | None  # of the grade
+    preset: str
+    built: int  # student binaries found after the build
+    problems: list[str]
+    log: str  # the last lines of what the commands printed
+    seconds: float
+    scratch: Path | None  # kept when the verification failed
+
+    def summary(self) -> str:
+        if not self.ok:
+            return "FAILED: " + "; ".join(self.problems)
+        meaning = {0: "every test passed", 1: "tests failed, as a skeleton's do",
+                   4: "no GPU here, so no test could run"}.get(self.exit_code or 0, "")
+        return (f"configured (preset {self.preset}), built {self.built} student binaries, `make grade` wrote "
+                f"every report (exit {self.exit_code}: {meaning}) in {self.seconds:.0f} s")
+
+
+def _default_preset() -> str:
+    from .environment import choose_preset, probe_gpu
+
+    return choose_preset(probe_gpu(), None)
+
+
+def _run_logged(cmd: list[str], cwd: Path, log: list[str], env: dict[str, str], timeout: float) -> int:
+    log.append("$ " + " ".join(cmd))
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace", env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        log.append(f"(did not finish in {timeout:g} s)")
+        return 124
+    except OSError as err:
+        log.append(str(err))
+        return 127
+    log.extend(proc.stdout.splitlines())
+    return proc.returncode
+
+
+def verify(out: Path, preset: str | None = None, jobs: int | None = None, source_root: Path | None = None,
+           python: str | None = None, keep: bool = False, step: Callable[[str], None] | None = None,
+           timeout_s: float = 7200.0) -> Verification:
+    """Configure, build and grade a scratch copy of the released tree. ok when nothing leaks, every
+    student binary builds, and `make grade` exits 0, 1 or 4 with every report written."""
+    step = step or (lambda _msg: None)
+    start = time.monotonic()
+    preset = preset or _default_preset()
+    python = python or sys.executable
+    problems = check_tree(out, source_root)
+    log: list[str] = []
+    scratch = Path(tempfile.mkdtemp(prefix="cudalab-release-verify-"))
+    tree = scratch / "cudalab"
+    shutil.copytree(out, tree, symlinks=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDALAB_ROOT", "PYTHONPATH")}
+    env["PYTHON"] = python
+    reports = scratch / "reports"
+    code: int | None = None
+    built = 0
+    if not problems:
+        step(f"building every student binary (preset {preset})")
+        cmd = [python, "-m", "grader", "build", "--all", "--preset", preset] + (["-j", str(jobs)] if jobs else [])
+        rc = _run_logged(cmd, tree, log, env, timeout_s)
+        bin_dir = tree / "build" / preset / "bin"
+        built = len(list(bin_dir.glob("lab[0-9][0-9]_student"))) if bin_dir.is_dir() else 0
+        if rc != 0:
+            problems.append(f"`grader build --all` exited {rc}")
+        for name in ("build.ninja", "Makefile", "compile_commands.json"):
+            graph = tree / "build" / preset / name
+            if graph.is_file() and re.search(r"[/\\]solutions[/\\]", graph.read_text(errors="replace")):
+                problems.append(f"build/{preset}/{name} references solutions/: the release builds only with them")
+        extra = bin_dir.glob("lab[0-9][0-9]_*") if bin_dir.is_dir() else []
+        problems += [f"{b.name} was built: the release has binaries beyond the student's" for b in extra
+                     if not b.name.endswith("_student") or "_hidden_" in b.name]
+    if not problems:
+        step("running make grade in the copy")
+        if shutil.which("make"):
+            cmd = ["make", "grade", f"OUT={reports}", f"PRESET={preset}", f"PYTHON={python}"]
+        else:
+            cmd = [python, "-m", "grader", "grade", "--preset", preset, "--out", str(reports)]
+        code = _run_logged(cmd, tree, log, env, timeout_s)
+        # make reports a failing recipe as 2; the grade's own code is in the log ("Error N")
+        if cmd[0] == "make" and code == 2:
+            m = re.search(r"\[Makefile:\d+: grade\] Error (\d+)", "\n".join(log[-20:]))
+            code = int(m.group(1)) if m else code
+        if code not in (0, 1, 4):
+            problems.append(f"the grade exited {code} (0, 1 or 4 expected)")
+        missing = [f for f in REPORT_FILES if not (reports / f).is_file() or (reports / f).stat().st_size == 0]
+        if missing:
+            problems.append("the grade did not write " + ", ".join(missing))
+        problems += _check_results(reports / "results.json")
+    ok = not problems
+    if ok and not keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+    stage = "done" if ok else ("tree" if not log else ("build" if code is None else "grade"))
+    return Verification(ok, stage, code, preset, built, problems, "\n".join(log[-60:]),
+                        time.monotonic() - start, None if ok and not keep else scratch)
+
+
+def _check_results(path: Path) -> list[str]:
+    """The grade of a release saw only student binaries: no solution, no hidden test."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []  # reported as a missing report already
+    problems = []
+    for lab in data.get("labs", []):
+        for build in lab.get("builds", []):
+            if not str(build.get("target", "")).endswith("_student") or "_hidden_" in build.get("target", ""):
+                problems.append(f"lab {lab.get('name')}: the grade built {build.get('target')}")
+            elif not build.get("ok"):
+                problems.append(f"lab {lab.get('name')}: {build.get('target')} did not build")
+        if any(t.get("binary") == "hidden" for t in lab.get("tests", [])):
+            problems.append(f"lab {lab.get('name')}: hidden tests ran")
+    return problems
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def dangling_links(out: Path) -> list[str]:
+    """Markdown links in the release to files it does not have (the left-out instructor docs)."""
+    found = []
+    for md in sorted(out.rglob("*.md")):
+        for target in _LINK.findall(md.read_text(encoding="utf-8", errors="replace")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (md.parent / target).exists():
+                found.append(f"{md.relative_to(out)} links to {target}, which the release does not have")
+    return found

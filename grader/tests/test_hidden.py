@@ -1,0 +1,308 @@
+"""Hidden tests end to end (fake builds, no GPU): the hidden binary runs after the public one, its tests
+score only the hidden task, and every student-facing export shows them as the lab's visibility says."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from grader import cli, commands
+from grader.environment import GpuProbe
+from grader.hidden import NOTE_PREFIX, SUMMARY_SUITE, redact, reveals, summarize
+from grader.labs import LabError, discover, load_lab
+from grader.pipeline import RunOptions, run_labs
+from grader.progress import Progress
+from grader.report import render_console, write_reports
+from grader.report.schemas import (
+    validate_classroom,
+    validate_classroom_encoded,
+    validate_gradescope,
+    validate_junit,
+)
+from grader.results import Category, Results, Status
+from grader.results import TestResult as TResult
+
+from .conftest import LAB_TOML, FakeBuilder, add_tests, spec, write_lab
+
+GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
+SECRET = "AddHiddenCorrectness"  # the hidden suite: its name must never reach a concealed report
+SECRET_INPUT = "seed 424242"  # text of a hidden failure message (an input)
+
+HIDDEN_TOML = LAB_TOML.replace("points = 40\ntests = [\"AddCorrectness.Large/*\"]",
+                               "points = 30\ntests = [\"AddCorrectness.Large/*\"]") + """
+[[task]]
+id = "hidden"
+title = "Hidden tests"
+points = 10
+tests = ["AddHidden*"]
+hidden = true
+
+[hidden]
+visibility = "{visibility}"
+"""
+
+
+def hidden_tests(fail: bool = True) -> list[dict]:
+    bad = {"do": "fail", "message": f"add.cu:3\n1 of 3 elements differ ({SECRET_INPUT}, exact)"}
+    return [
+        {"name": f"{SECRET}.Edge/3", **(bad if fail else {"do": "pass"})},
+        {"name": f"{SECRET}.Edge/65537", "do": "pass"},
+        {"name": f"{SECRET}.Odd/99991", "do": "pass"},
+    ]
+
+
+def grade(root: Path, visibility: str = "hidden", fail: bool = True, mode: str = "student",
+          hidden_spec: dict | None = None) -> Results:
+    write_lab(root, toml=HIDDEN_TOML.format(visibility=visibility))
+    (root / "solutions" / "01-add" / "test_hidden_add.cu").write_text("// hidden tests\n")
+    builder = FakeBuilder(root / "build" / "bin", {
+        "lab01_student": spec(add_tests()),
+        "lab01_solution": spec(add_tests()),
+        "lab01_hidden_student": hidden_spec or spec(hidden_tests(fail)),
+        "lab01_hidden_solution": spec(hidden_tests(fail=mode == "solution" and fail)),
+    })
+    return run_labs(root, discover(root), builder, GPU, RunOptions(mode=mode), Progress(stream=io.StringIO()))
+
+
+def texts(out: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in out.iterdir() if p.is_file()}
+
+
+# --- lab.toml ----------------------------------------------------------------------------------------
+
+
+def test_lab_toml_hidden_keys(tmp_path: Path) -> None:
+    lab = load_lab(write_lab(tmp_path, toml=HIDDEN_TOML.format(visibility="after_due_date")), tmp_path)
+    assert lab.hidden_visibility == "after_due_date" and lab.total_points == 100
+    assert [t.id for t in lab.tasks if t.hidden] == ["hidden"]
+    assert lab.task_for_test("AddHiddenCorrectness.Edge/3", hidden=True).id == "hidden"
+    assert lab.task_for_test("AddHiddenCorrectness.Edge/3", hidden=False) is None
+    assert lab.task_for_test("AddCorrectness.Small/1", hidden=True) is None
+
+
+def test_lab_toml_default_and_bad_visibility(tmp_path: Path) -> None:
+    assert load_lab(write_lab(tmp_path / "a"), tmp_path / "a").hidden_visibility == "hidden"
+    path = write_lab(tmp_path / "b", toml=HIDDEN_TOML.format(visibility="after_published"))
+    with pytest.raises(LabError, match="visibility must be"):
+        load_lab(path, tmp_path / "b")
+
+
+# --- the pipeline --------------------------------------------------------------------------------------
+
+
+def test_hidden_binary_scores_only_the_hidden_task(tmp_path: Path) -> None:
+    lab = grade(tmp_path, "after_due_date").labs[0]
+    hidden = [t for t in lab.tests if t.binary == "hidden"]
+    assert len(hidden) == 3 and {t.visibility for t in hidden} == {"after_due_date"}
+    assert {t.task for t in hidden} == {"hidden"}
+    assert all(t.visibility == "" for t in lab.tests if t.binary != "hidden")
+    task = next(t for t in lab.tasks if t.id == "hidden")
+    assert (task.tests_passed, task.tests_total) == (2, 3) and task.earned == pytest.approx(20 / 3, abs=1e-3)
+    assert lab.max_score == 100 and lab.score == pytest.approx(90 + 20 / 3, abs=1e-3)
+
+
+def test_hidden_binary_messages_are_tagged(tmp_path: Path) -> None:
+    crash = spec([{"name": f"{SECRET}.Edge/3", "do": "segv"}, {"name": f"{SECRET}.Odd/7", "do": "pass"}])
+    lab = grade(tmp_path, hidden_spec=crash).labs[0]
+    hidden_notes = [m for m in lab.messages if m.startswith(NOTE_PREFIX)]
+    assert hidden_notes and all(SECRET not in m for m in lab.messages if not m.startswith(NOTE_PREFIX))
+    shown = redact(Results(run=grade(tmp_path / "again").run, labs=[lab]))
+    assert not any(SECRET in m for m in shown.labs[0].messages)
+
+
+def test_no_hidden_file_no_hidden_anything(tmp_path: Path) -> None:
+    """A student release has no solutions/: no hidden binary, nothing about hidden tests."""
+    write_lab(tmp_path, solution=None)
+    builder = FakeBuilder(tmp_path / "bin", {"lab01_student": spec(add_tests())})
+    results = run_labs(tmp_path, discover(tmp_path), builder, GPU, RunOptions(), Progress(stream=io.StringIO()))
+    assert builder.built == ["lab01_student"]
+    out = tmp_path / "out"
+    write_reports(results, out)
+    for name, text in texts(out).items():
+        assert "hidden test" not in text.lower(), name
+        assert SUMMARY_SUITE not in text, name
+
+
+# --- redaction -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("visibility", "reveal", "mode", "shown"), [
+    ("hidden", False, "student", False),
+    ("hidden", True, "student", False),
+    ("hidden", False, "solution", False),
+    ("after_due_date", False, "student", False),
+    ("after_due_date", True, "student", True),
+    ("after_due_date", False, "solution", True),
+    ("visible", False, "student", True),
+])
+def test_reveals(visibility: str, reveal: bool, mode: str, shown: bool) -> None:
+    assert reveals(visibility, reveal, mode) is shown
+
+
+def test_redact_leaves_one_summary_row(tmp_path: Path) -> None:
+    results = grade(tmp_path, "hidden")
+    shown = redact(results)
+    lab, full = shown.labs[0], results.labs[0]
+    assert not any(SECRET in t.name or SECRET_INPUT in t.message for t in lab.tests)
+    summary = next(t for t in lab.tests if t.name.startswith(SUMMARY_SUITE))
+    assert summary.name == "HiddenTests.hidden" and summary.task == "hidden"
+    assert summary.status is Status.FAILED and summary.category is Category.WRONG_ANSWER
+    assert summary.message.startswith("3 hidden tests: 2 passed, 1 failed.") and not summary.hint
+    assert len(lab.tests) == len(full.tests) - 3 + 1
+    assert lab.score == full.score and lab.tasks == full.tasks  # the points and counts stay
+    assert any(SECRET in t.name for t in full.tests), "redact must not change its argument"
+
+
+def test_summary_statuses() -> None:
+    def t(status: Status, category: Category | None = None) -> TResult:
+        return TResult("H.x", status, binary="hidden", category=category)
+
+    assert summarize([t(Status.PASSED)] * 2, "h", "hidden").status is Status.PASSED
+    no_gpu = summarize([t(Status.SKIPPED, Category.NO_GPU)] * 2, "h", "hidden")
+    assert no_gpu.status is Status.SKIPPED and no_gpu.category is Category.NO_GPU
+    broken = summarize([t(Status.NOT_RUN, Category.COMPILE_ERROR), t(Status.PASSED)], "h", "after_due_date")
+    assert broken.status is Status.NOT_RUN and "until the due date" in broken.message
+    assert summarize([t(Status.PASSED)], None, "hidden").name == "HiddenTests.unscored"
+
+
+def test_hidden_build_failure_output_is_concealed(tmp_path: Path) -> None:
+    write_lab(tmp_path, toml=HIDDEN_TOML.format(visibility="hidden"))
+    (tmp_path / "solutions" / "01-add" / "test_hidden_add.cu").write_text("// hidden\n")
+    log = f"solutions/01-add/test_hidden_add.cu(9): error: {SECRET} secret_input_table is undefined\n"
+    builder = FakeBuilder(tmp_path / "bin", {
+        "lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests()),
+        "lab01_hidden_solution": spec(hidden_tests()),
+    }, failures={"lab01_hidden_student": log})
+    results = run_labs(tmp_path, discover(tmp_path), builder, GPU, RunOptions(), Progress(stream=io.StringIO()))
+    out = tmp_path / "out"
+    write_reports(results, out)
+    files = texts(out)
+    for name, text in files.items():
+        if name not in ("results.json", "gradescope.json"):
+            assert "secret_input_table" not in text and SECRET not in text, name
+    assert "secret_input_table" in files["results.json"]
+    gs = json.loads(files["gradescope.json"])
+    assert "secret_input_table" not in gs["output"]
+    for entry in gs["tests"]:
+        if "secret_input_table" in entry["output"]:
+            assert entry["visibility"] == "hidden", entry["name"]  # course staff only
+    build = next(b for b in redact(results).labs[0].builds if b.target == "lab01_hidden_student")
+    assert not build.ok and build.log == "" and "not shown" in build.message
+
+
+# --- every export --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("visibility", ["hidden", "after_due_date"])
+def test_concealed_exports_count_never_name(tmp_path: Path, visibility: str) -> None:
+    results = grade(tmp_path / "g", visibility)
+    out = tmp_path / "out"
+    write_reports(results, out)
+    files = texts(out)
+    # the instructor's record keeps everything
+    assert SECRET in files["results.json"] and SECRET_INPUT in files["results.json"]
+    for name in ("report.html", "junit.xml", "grades.csv", "classroom.json"):
+        assert SECRET not in files[name] and SECRET_INPUT not in files[name], name
+        assert "65537" not in files[name] and "99991" not in files[name], name  # the sizes are inputs too
+    assert SECRET not in base64.b64decode(files["classroom.b64"]).decode()
+    assert "3 hidden tests: 2 passed, 1 failed." in files["report.html"]
+    console = io.StringIO()
+    render_console(redact(results), console)
+    assert SECRET not in console.getvalue() and "HiddenTests.hidden" in console.getvalue()
+    # valid exports
+    assert validate_junit(files["junit.xml"]) == []
+    assert validate_classroom(json.loads(files["classroom.json"])) == []
+    assert validate_classroom_encoded(files["classroom.b64"].strip()) == []
+    # Gradescope: hidden results in their own entry, gated by Gradescope's own visibility
+    gs = json.loads(files["gradescope.json"])
+    assert validate_gradescope(gs) == []
+    entry = next(t for t in gs["tests"] if t["name"] == "Lab 01 · Hidden tests")
+    assert entry["visibility"] == visibility and entry["max_score"] == 10
+    assert f"{SECRET}.Edge/3" in entry["output"]  # course staff (or students after the due date) see why
+    public = [t for t in gs["tests"] if t is not entry]
+    assert all(t.get("visibility", "visible") == "visible" for t in public)
+    assert not any(SECRET in t["output"] for t in public) and SECRET not in gs["output"]
+    assert gs["score"] == pytest.approx(results.score)
+
+
+def test_after_due_date_revealed(tmp_path: Path) -> None:
+    results = grade(tmp_path / "g", "after_due_date")
+    out = tmp_path / "out"
+    write_reports(results, out, reveal_hidden=True)
+    html = texts(out)["report.html"]
+    assert f"{SECRET}" in html and SECRET_INPUT in html and SUMMARY_SUITE not in html
+    junit = ET.fromstring(texts(out)["junit.xml"].split("\n", 1)[1])
+    assert any(c.get("classname") == f"lab01.{SECRET}" for c in junit.iter("testcase"))
+
+
+def test_after_due_date_shown_in_solution_mode(tmp_path: Path) -> None:
+    results = grade(tmp_path / "g", "after_due_date", mode="solution")
+    assert results.run.mode == "solution" and any(t.binary == "hidden" for t in results.labs[0].tests)
+    out = tmp_path / "out"
+    write_reports(results, out)
+    assert SECRET in texts(out)["report.html"]
+
+
+def test_visible_hidden_tests_show_everywhere(tmp_path: Path) -> None:
+    results = grade(tmp_path / "g", "visible")
+    out = tmp_path / "out"
+    write_reports(results, out)
+    files = texts(out)
+    assert SECRET in files["report.html"] and SECRET_INPUT in files["report.html"]
+    gs = json.loads(files["gradescope.json"])
+    assert next(t for t in gs["tests"] if t["name"] == "Lab 01 · Hidden tests")["visibility"] == "visible"
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+
+def test_grade_and_report_reveal_hidden(tmp_path: Path, monkeypatch, capsys) -> None:
+    root = tmp_path / "repo"
+    results = grade(root, "after_due_date")
+    builder = FakeBuilder(root / "build" / "bin2", {
+        "lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests()),
+        "lab01_hidden_student": spec(hidden_tests()), "lab01_hidden_solution": spec(hidden_tests(False)),
+    })
+    monkeypatch.setattr(commands, "make_builder", lambda r, p, j: builder)
+    monkeypatch.setattr(commands, "probe_gpu", lambda: GPU)
+    out = tmp_path / "out"
+    assert cli.main(["--root", str(root), "grade", "-q", "--out", str(out)]) == 1
+    console = capsys.readouterr().out
+    assert SECRET not in console and "HiddenTests.hidden" in console
+    assert SECRET not in (out / "report.html").read_text()
+    again = tmp_path / "again"
+    assert cli.main(["report", "--from", str(out / "results.json"), "--out", str(again), "--reveal-hidden"]) == 0
+    assert SECRET in (again / "report.html").read_text()
+    assert results.labs[0].max_score == 100
+
+
+# --- the real lab 03 ------------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+_SUITE = re.compile(r"\bTEST(?:_P|_F)?\(\s*(\w+)\s*,\s*(\w+)")
+
+
+def _suites(path: Path) -> set[str]:
+    return {m.group(1) for m in _SUITE.finditer(path.read_text())}
+
+
+@pytest.mark.parametrize("lab", [lab for lab in discover(ROOT)
+                                 if (lab.solution_dir / f"test_hidden_{lab.topic}.cu").is_file()],
+                         ids=lambda lab: lab.name)
+def test_real_hidden_tests_belong_to_hidden_tasks(lab) -> None:
+    hidden_file = lab.solution_dir / f"test_hidden_{lab.topic}.cu"
+    public_file = lab.path / f"test_{lab.topic}.cu"
+    hidden_tasks = [t for t in lab.tasks if t.hidden]
+    assert hidden_tasks, f"{lab.name} has hidden tests but no [[task]] with hidden = true"
+    assert lab.total_points == 100
+    for suite in _suites(hidden_file):
+        assert lab.task_for_test(f"{suite}.X/1", hidden=True) is not None, suite
+        assert not any(t.matches(f"{suite}.X/1") for t in lab.tasks if not t.hidden), suite
+    for suite in _suites(public_file):
+        assert not any(t.matches(f"{suite}.X/1") for t in hidden_tasks), suite

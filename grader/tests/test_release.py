@@ -1,0 +1,292 @@
+"""`grader release`: what the student copy holds, how lab.toml loses its hidden entries, what the
+verification checks (tiny fake trees, no cmake), and one slow end-to-end release of this repository
+(CUDALAB_SLOW_TESTS=1: it compiles every lab)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import cli, release
+from grader.errors import Exit
+from grader.labs import discover
+from grader.release import ReleaseError, check_tree, dangling_links, make_release, plan, strip_hidden
+
+from .conftest import LAB_TOML, write_lab
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HIDDEN_PART = """
+# Hidden tests: other sizes (this comment goes with the task below).
+[[task]]
+id = "secret"
+title = "Hidden tests"
+points = 10
+tests = ["AddHidden*"]
+hidden = true
+
+[hidden]
+visibility = "after_due_date"
+
+[[perf]]
+test = "AddHiddenPerf.Big"
+task = "secret"
+points = 0
+
+[[technique]]
+task = "secret"
+kind = "symbol"
+pattern = "cudaMalloc"
+message = "hidden technique"
+
+[[technique]]
+task = "small"
+kind = "symbol"
+pattern = "cudaMemcpy"
+message = "public technique"
+"""
+
+
+def fake_repo(root: Path, git: bool = True) -> Path:
+    """A tiny instructor tree: one lab with hidden tests, instructor docs, CI bundles, build outputs."""
+    write_lab(root, toml=LAB_TOML + HIDDEN_PART)
+    files = {
+        "README.md": "# fake\nSee [the guide](docs/getting-started.md) and [staff](docs/instructors.md).\n",
+        "Makefile": "grade:\n\t@echo grade\n",
+        "labs/01-add/test_add.cu": "// public tests\n",
+        "labs/01-add/test_hidden_stray.cu": "// a hidden test in the wrong place\n",
+        "solutions/01-add/test_hidden_add.cu": "// AddHiddenCorrectness\n",
+        "docs/getting-started.md": "# start\n",
+        "docs/instructors.md": "# staff only\n",
+        ".notes/plan.md": "notes\n",
+        "ci/gradescope/setup.sh": "#!/bin/sh\n",
+        "ci/github/grade.yml": "name: grade\n",
+        "ci/gpu-check": "#!/bin/sh\n",
+        "ci/python-env": "#!/bin/sh\n",
+        "grader/__init__.py": "",
+        "grader/tests/test_x.py": "",
+        ".ci/run": "#!/bin/sh\n",
+        ".gitignore": "/build/\n",
+        "build/ci/CMakeCache.txt": "ignored\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+        (root / "untracked.txt").write_text("new\n")  # untracked, not ignored: goes in, with a note
+    return root
+
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+# --- lab.toml ----------------------------------------------------------------------------------------
+
+
+def test_strip_hidden_removes_every_hidden_entry() -> None:
+    text = LAB_TOML + HIDDEN_PART
+    out = strip_hidden(text)
+    assert "secret" not in out and "[hidden]" not in out and "Hidden tests" not in out
+    assert "hidden technique" not in out and "AddHiddenPerf" not in out
+    assert "public technique" in out and 'id = "small"' in out and 'id = "large"' in out
+    assert "\n\n\n" not in out
+    assert strip_hidden(LAB_TOML) == LAB_TOML  # nothing hidden: unchanged
+
+
+def test_strip_hidden_refuses_what_it_cannot_remove() -> None:
+    with pytest.raises(ReleaseError, match="hidden"):
+        strip_hidden(LAB_TOML.replace("[lab]", "hidden = { visibility = 'hidden' }\n[lab]"))
+    with pytest.raises(ReleaseError, match="names hidden tests"):
+        strip_hidden(LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]', 'tests = ["AddHidden*"]'))
+
+
+def test_real_lab_tomls_strip_to_valid_labs(tmp_path: Path) -> None:
+    for lab in discover(ROOT):
+        text = (lab.path / "lab.toml").read_text()
+        stripped = strip_hidden(text, lab.name)
+        assert release.hidden_keys(stripped) == []
+        if not any(t.hidden for t in lab.tasks):
+            assert stripped == text or "\n\n\n" in text, lab.name
+
+
+# --- the copy -------------------------------------------------------------------------------------------------
+
+
+@needs_git
+def test_release_from_git(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path / "repo")
+    made = make_release(repo, tmp_path / "out")
+    out = made.out
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert {"README.md", "Makefile", "labs/01-add/add.cu", "labs/01-add/lab.toml", "labs/01-add/test_add.cu",
+            "docs/getting-started.md", "ci/github/grade.yml", "ci/python-env", "grader/__init__.py",
+            "untracked.txt", "RELEASE.md", ".gitignore"} == files
+    assert made.untracked == ["untracked.txt"]
+    assert made.stripped == ["labs/01-add/lab.toml"]
+    assert "solutions/01-add/test_hidden_add.cu" in made.left_out["reference solutions and hidden tests"]
+    assert made.left_out["a hidden test"] == ["labs/01-add/test_hidden_stray.cu"]
+    assert check_tree(out, repo) == []
+    lab = discover(out)[0]
+    assert lab.total_points == 100 and not any(t.hidden for t in lab.tasks)
+    assert "student release" in (out / "RELEASE.md").read_text()
+    assert dangling_links(out) == ["README.md links to docs/instructors.md, which the release does not have"]
+
+
+def test_release_without_git_walks_the_tree(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path / "repo", git=False)
+    made = make_release(repo, tmp_path / "out")
+    p = plan(repo)
+    assert p.source == "walk" and "build/ci/CMakeCache.txt" not in p.files
+    assert not (made.out / "build").exists() and not (made.out / "solutions").exists()
+    assert check_tree(made.out, repo) == []
+
+
+def test_out_dir_rules(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path / "repo", git=False)
+    for bad in (repo, repo.parent, repo / "solutions" / "x"):
+        with pytest.raises(ReleaseError) as err:
+            make_release(repo, bad, force=True)
+        assert err.value.code is Exit.USAGE
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(ReleaseError, match="not empty"):
+        make_release(repo, other)
+    with pytest.raises(ReleaseError, match="not an earlier release"):
+        make_release(repo, other, force=True)
+    assert (other / "keep.txt").is_file()
+    out = tmp_path / "out"
+    make_release(repo, out)
+    (out / "stale.txt").write_text("from before")
+    make_release(repo, out, force=True)  # an earlier release is replaced
+    assert not (out / "stale.txt").exists() and (out / "RELEASE.md").is_file()
+
+
+def test_check_tree_finds_leaks(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path / "repo", git=False)
+    out = make_release(repo, tmp_path / "out").out
+    (out / "solutions").mkdir()
+    (out / "labs/01-add/test_hidden_more.cu").write_text("//\n")
+    (out / "docs/instructors.md").write_text("#\n")
+    (out / "docs/paths.md").write_text(f"built in {repo.resolve()}/build\n")
+    lab_toml = out / "labs/01-add/lab.toml"
+    lab_toml.write_text(lab_toml.read_text() + '\n[hidden]\nvisibility = "hidden"\n')
+    problems = "\n".join(check_tree(out, repo))
+    for needle in ("solutions/ is in the release", "test_hidden_more.cu is a hidden test", "[hidden] table",
+                   "docs/instructors.md is in the release", "docs/paths.md names the instructor's checkout"):
+        assert needle in problems
+
+
+# --- the verification -------------------------------------------------------------------------------------
+
+
+def _fake_commands(reports_ok: bool = True, grade_code: int = 4, targets: tuple[str, ...] = ("lab01_student",)):
+    """Stands in for `grader build --all` and `make grade`: makes binaries, then writes the reports."""
+    calls: list[list[str]] = []
+
+    def run(cmd: list[str], cwd: Path, log: list[str], env: dict[str, str], timeout: float) -> int:
+        calls.append(cmd)
+        log.append("$ " + " ".join(cmd))
+        if "build" in cmd:
+            bin_dir = cwd / "build" / "ci" / "bin"
+            bin_dir.mkdir(parents=True, exist_ok=True)
+            for t in targets:
+                (bin_dir / t).write_text("")
+            (cwd / "build" / "ci" / "build.ninja").write_text("build labs/01-add/add.cu.o: CUDA_COMPILER\n")
+            return 0
+        out = Path(next((a.split("=", 1)[1] for a in cmd if a.startswith("OUT=")), cmd[-1]))
+        out.mkdir(parents=True, exist_ok=True)
+        for name in release.REPORT_FILES:
+            if reports_ok or name != "junit.xml":
+                (out / name).write_text("x")
+        labs = [{"name": "01-add", "builds": [{"target": t, "ok": True} for t in targets], "tests": []}]
+        (out / "results.json").write_text(json.dumps({"labs": labs}))
+        if grade_code and cmd[0] == "make":
+            log.append(f"make: *** [Makefile:27: grade] Error {grade_code}")
+            return 2
+        return grade_code
+
+    return calls, run
+
+
+@pytest.fixture
+def released(tmp_path: Path) -> Path:
+    return make_release(fake_repo(tmp_path / "repo", git=False), tmp_path / "out").out
+
+
+def test_verify_passes_with_exit_4_and_every_report(released: Path, monkeypatch) -> None:
+    calls, run = _fake_commands()
+    monkeypatch.setattr(release, "_run_logged", run)
+    v = release.verify(released, preset="ci", jobs=1)
+    assert v.ok and v.stage == "done" and v.exit_code == 4 and v.built == 1 and v.scratch is None, v.problems
+    assert calls[0][-4:] == ["--preset", "ci", "-j", "1"] and "grade" in calls[1]
+    assert "exit 4: no GPU here" in v.summary()
+
+
+def test_verify_fails_on_missing_reports_and_extra_binaries(released: Path, monkeypatch) -> None:
+    _, run = _fake_commands(reports_ok=False, targets=("lab01_student", "lab01_solution"))
+    monkeypatch.setattr(release, "_run_logged", run)
+    v = release.verify(released, preset="ci")
+    assert not v.ok and v.stage == "build" and "lab01_solution was built" in "\n".join(v.problems)
+    assert v.scratch is not None and v.scratch.is_dir()
+    shutil.rmtree(v.scratch)
+    _, run = _fake_commands(reports_ok=False, grade_code=3)
+    monkeypatch.setattr(release, "_run_logged", run)
+    v = release.verify(released, preset="ci")
+    assert not v.ok and v.stage == "grade" and v.exit_code == 3
+    assert any("did not write junit.xml" in p for p in v.problems)
+    shutil.rmtree(v.scratch)
+
+
+def test_verify_stops_at_a_leak(released: Path, monkeypatch) -> None:
+    (released / "solutions").mkdir()
+    calls, run = _fake_commands()
+    monkeypatch.setattr(release, "_run_logged", run)
+    v = release.verify(released, preset="ci")
+    assert not v.ok and v.stage == "tree" and calls == []
+    shutil.rmtree(v.scratch)
+
+
+def test_cli_release_no_verify(tmp_path: Path, capsys) -> None:
+    repo = fake_repo(tmp_path / "repo", git=False)
+    out = tmp_path / "out"
+    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify"]) == 0
+    text = capsys.readouterr().out
+    assert "left out" in text and "hidden tasks and [hidden] removed (100 points in this copy)" in text
+    assert "docs/instructors.md, which the release does not have" in text and "not verified" in text
+    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify"]) == Exit.USAGE
+    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify", "--force"]) == 0
+
+
+def test_cli_release_reports_a_failed_verification(tmp_path: Path, monkeypatch, capsys) -> None:
+    repo = fake_repo(tmp_path / "repo", git=False)
+    _, run = _fake_commands(grade_code=3)
+    monkeypatch.setattr(release, "_run_logged", run)
+    assert cli.main(["--root", str(repo), "release", "--out", str(tmp_path / "out"), "--preset", "ci"]) == Exit.BUILD
+    text = capsys.readouterr().out
+    assert "release verification FAILED" in text and "the grade exited 3" in text
+    scratch = next(line.split()[-1] for line in text.splitlines() if "verification copy is kept" in line)
+    shutil.rmtree(scratch)
+
+
+# --- the real thing (slow) ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.environ.get("CUDALAB_SLOW_TESTS") != "1", reason="compiles every lab: set CUDALAB_SLOW_TESTS=1")
+def test_release_this_repository(tmp_path: Path) -> None:
+    out = tmp_path / "release"
+    jobs = os.environ.get("CUDALAB_SLOW_JOBS", "2")
+    proc = subprocess.run([sys.executable, "-m", "grader", "release", "--out", str(out), "-j", jobs],
+                          cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verified:" in proc.stdout and "Verified:" in (out / "RELEASE.md").read_text()
+    assert not (out / "solutions").exists() and not list(out.rglob("test_hidden_*"))
+    assert check_tree(out, ROOT) == []

@@ -1,0 +1,498 @@
+"""Untrusted submissions: staging, include checks, the submission's build, bubblewrap, resource limits,
+results-file integrity, the global time limit and the GPU health probe (no GPU, no nvcc)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import gtest, process
+from grader.environment import GpuProbe
+from grader.health import HealthMonitor, default_cap_s
+from grader.integrity import GuardOptions
+from grader.labs import discover
+from grader.pipeline import RunOptions, exit_code, run_labs
+from grader.progress import Progress
+from grader.results import Category, Status
+from grader.sandbox import (
+    MAX_FILE_BYTES,
+    StagingError,
+    SubmissionBuilder,
+    bwrap_prefix,
+    check_source,
+    include_problems,
+    probe_sandbox,
+    stage_submission,
+    strip_comments,
+)
+
+from .conftest import FIXTURES, FakeBuilder, add_tests, make_binary, spec
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL_LABS = {lab.name: lab for lab in discover(ROOT)}
+LAB03 = REAL_LABS["03-vector-add"]
+GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
+
+
+def submission(tmp_path: Path, text: str = "int x;\n", name: str = "vector_add.cu") -> Path:
+    sub = tmp_path / "sub"
+    (sub / "labs" / LAB03.name).mkdir(parents=True)
+    (sub / "labs" / LAB03.name / name).write_text(text)
+    return sub
+
+
+# --- includes ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line, why", [
+    ('#include "../../solutions/03-vector-add/vector_add.cu"', "'..'"),
+    ("#include </etc/passwd>", "absolute"),
+    ('#include "solutions/03-vector-add/vector_add.cuh"', "solutions"),
+    ('#include "test_hidden_vector_add.cu"', "hidden"),
+    ('#include "test_vector_add.cu"', "tests"),
+    ("#include <vector_add.cu>", "source files"),
+    ("#include <gtest/gtest.h>", "GoogleTest"),
+    ("#include <cudalab/gtest_cuda.hpp>", "belongs to the tests"),
+    ("#include <thrust/transform.h>", "forbids"),
+    ("#include <cublas_v2.h>", "forbids"),
+    ("#include HEADER", "computed"),
+    ("  #  include_next <x/../y.h>", "'..'"),
+    ('#include "lab.toml"', "lab's own header"),
+    ("#embed \"secret.bin\"", "#embed"),
+    ('asm(".incbin \\"x\\"");', "incbin"),
+])
+def test_bad_includes_are_rejected(line: str, why: str) -> None:
+    problems = include_problems(f"int a;\n{line}\nint b;\n", LAB03)
+    assert problems and why in " ".join(problems), problems
+
+
+def test_allowed_includes() -> None:
+    text = """#include "vector_add.cuh"
+#include <cuda_runtime.h>
+#include <cooperative_groups/reduce.h>
+#include <cuda/atomic>
+#include <cudalab/check.cuh>
+#include <vector>
+// #include "../../solutions/03-vector-add/vector_add.cu"   (a comment)
+/* #include <thrust/sort.h> */
+const char* s = "#include <gtest/gtest.h>";
+"""
+    assert include_problems(text, LAB03) == []
+
+
+def test_comments_are_stripped_but_lines_kept() -> None:
+    assert strip_comments("a // b\nc /* d\ne */ f\n'/' \"//x\"") == "a \nc \n f\n'/' \"//x\""
+
+
+def test_every_solution_and_skeleton_passes_the_include_check() -> None:
+    for lab in REAL_LABS.values():
+        for file in lab.student_files:
+            for path in (lab.path / file, lab.solution_dir / file):
+                if path.is_file():
+                    assert check_source(path.read_text(), lab) == [], path
+
+
+# --- staging -----------------------------------------------------------------------------------------
+
+
+def test_stage_copies_only_student_files(tmp_path: Path) -> None:
+    sub = submission(tmp_path, '#include "vector_add.cuh"\nint x;\n')
+    (sub / "labs" / LAB03.name / "test_vector_add.cu").write_text("TEST(X, Y) {}\n")
+    (sub / "labs" / LAB03.name / "CMakeLists.txt").write_text("message(FATAL_ERROR no)\n")
+    staging = tmp_path / "staging"
+    (staging / "labs" / "05-tiled-matmul").mkdir(parents=True)
+    (staging / "labs" / "05-tiled-matmul" / "matmul.cu").write_text("stale")  # from an earlier submission
+    staged = stage_submission([LAB03, REAL_LABS["05-tiled-matmul"]], sub, staging)
+    lab = staged.lab(LAB03.name)
+    assert lab.files == ["vector_add.cu"] and not lab.refused
+    assert sorted(p.name for p in (staging / "labs" / LAB03.name).iterdir()) == ["vector_add.cu"]
+    assert lab.ignored == ["labs/03-vector-add/CMakeLists.txt", "labs/03-vector-add/test_vector_add.cu"]
+    assert any("ignored" in n for n in lab.notes())
+    other = staged.lab("05-tiled-matmul")
+    assert other.missing == ["matmul.cu"] and not (staging / "labs" / "05-tiled-matmul").exists()
+    assert any("skeleton" in n for n in other.notes())
+
+
+def test_stage_accepts_a_lab_directory_at_the_top(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    (sub / LAB03.name).mkdir(parents=True)
+    (sub / LAB03.name / "vector_add.cu").write_text("int x;\n")
+    staged = stage_submission([LAB03], sub, tmp_path / "staging")
+    assert staged.lab(LAB03.name).files == ["vector_add.cu"]
+
+
+def test_symlinks_are_refused(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    (sub / "labs" / LAB03.name).mkdir(parents=True)
+    os.symlink("/etc/passwd", sub / "labs" / LAB03.name / "vector_add.cu")
+    lab = stage_submission([LAB03], sub, tmp_path / "s1").lab(LAB03.name)
+    assert lab.refused and lab.category is Category.COMPILE_ERROR and "symbolic link" in lab.errors[0]
+    assert not (tmp_path / "s1" / "labs" / LAB03.name).exists()
+    # A linked directory on the way counts the same.
+    sub2 = tmp_path / "sub2"
+    (sub2 / "labs").mkdir(parents=True)
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    (real / "vector_add.cu").write_text("int x;\n")
+    os.symlink(real, sub2 / "labs" / LAB03.name)
+    lab2 = stage_submission([LAB03], sub2, tmp_path / "s2").lab(LAB03.name)
+    assert lab2.refused and "symbolic link" in lab2.errors[0]
+
+
+def test_non_regular_oversized_and_binary_files_are_refused(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    (sub / "labs" / LAB03.name).mkdir(parents=True)
+    os.mkfifo(sub / "labs" / LAB03.name / "vector_add.cu")
+    lab = stage_submission([LAB03], sub, tmp_path / "s").lab(LAB03.name)
+    assert lab.refused and "not a regular file" in lab.errors[0]
+
+    big = submission(tmp_path / "big", "/" * (MAX_FILE_BYTES + 1))
+    lab = stage_submission([LAB03], big, tmp_path / "s").lab(LAB03.name)
+    assert lab.refused and "larger than" in lab.errors[0] and lab.category is Category.COMPILE_ERROR
+
+    binary = submission(tmp_path / "bin", "int x;\0\1\2")
+    lab = stage_submission([LAB03], binary, tmp_path / "s").lab(LAB03.name)
+    assert lab.refused and "not a text file" in lab.errors[0]
+
+    d = submission(tmp_path / "dir", "x")
+    (d / "labs" / LAB03.name / "vector_add.cu").unlink()
+    (d / "labs" / LAB03.name / "vector_add.cu").mkdir()
+    assert "not a regular file" in stage_submission([LAB03], d, tmp_path / "s").lab(LAB03.name).errors[0]
+
+
+def test_bad_includes_refuse_the_lab_as_forbidden(tmp_path: Path) -> None:
+    sub = submission(tmp_path, '#include "../../solutions/03-vector-add/vector_add.cu"\n')
+    lab = stage_submission([LAB03], sub, tmp_path / "s").lab(LAB03.name)
+    assert lab.refused and lab.category is Category.FORBIDDEN_CALL and "line 1" in lab.errors[0]
+
+
+def test_submission_must_be_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StagingError):
+        stage_submission([LAB03], tmp_path / "file", tmp_path / "s")
+    with pytest.raises(StagingError):
+        stage_submission([LAB03], tmp_path / "missing", tmp_path / "s")
+
+
+# --- the submission's build --------------------------------------------------------------------------
+
+
+def test_submission_builder_configures_its_own_directory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("CUDALAB_SUBMISSION_BUILD_DIR", raising=False)
+    b = SubmissionBuilder(tmp_path, "ci", 2, submission_dir=tmp_path / "stage1")
+    assert b.build_dir == tmp_path / "build" / "ci-submission" and b.bin_dir == b.build_dir / "bin"
+    cmd = b.configure_command(True, ["03-vector-add"])
+    assert cmd[:3] == ["cmake", "--preset", "ci"] and "-G" in cmd
+    assert "-B" in cmd and str(b.build_dir) in cmd and f"-DCUDALAB_SUBMISSION_DIR={tmp_path / 'stage1'}" in cmd
+    assert b.cached_labs() is None
+    b.build_dir.mkdir(parents=True)
+    (b.build_dir / "CMakeCache.txt").write_text(
+        f"CUDALAB_LABS:STRING=03-vector-add\nCUDALAB_SUBMISSION_DIR:PATH={tmp_path / 'stage1'}\n")
+    assert b.cached_labs() == ["03-vector-add"]  # the same staging tree: nothing to configure
+    assert "-G" not in b.configure_command(True, ["03-vector-add"])  # the generator stays as it was
+    b2 = SubmissionBuilder(tmp_path, "ci", 2, submission_dir=tmp_path / "stage2")
+    assert b2.cached_labs() is None  # a new staging tree: configure again
+    monkeypatch.setenv("CUDALAB_SUBMISSION_BUILD_DIR", str(tmp_path / "elsewhere"))
+    assert b2.build_dir == tmp_path / "elsewhere"
+
+
+# --- bubblewrap --------------------------------------------------------------------------------------
+
+
+def test_bwrap_command_line(tmp_path: Path) -> None:
+    cmd = bwrap_prefix("/usr/bin/bwrap", tmp_path)
+    joined = " ".join(cmd)
+    assert cmd[0] == "/usr/bin/bwrap" and cmd[-1] == "--"
+    assert "--ro-bind / /" in joined and "--tmpfs /tmp" in joined and "--unshare-net" in joined
+    assert f"--bind {tmp_path} {tmp_path}" in joined and "--die-with-parent" in joined
+    assert joined.index("--tmpfs /tmp") < joined.index(f"--bind {tmp_path}")  # the results dir survives /tmp
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_probe_sandbox(tmp_path: Path, monkeypatch) -> None:
+    assert not probe_sandbox("off").active and "turned off" in probe_sandbox("off").reason
+    monkeypatch.setattr("grader.sandbox.find_bwrap", lambda: None)
+    assert "not installed" in probe_sandbox().reason
+    broken = _script(tmp_path / "bwrap-broken", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1\n")
+    box = probe_sandbox(bwrap=broken)
+    assert not box.active and "No permissions" in box.reason
+    # A stand-in that runs what follows '--', as bubblewrap does.
+    working = _script(tmp_path / "bwrap-ok", 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"\n')
+    box = probe_sandbox(bwrap=working)
+    assert box.active and box.wrapper(tmp_path)[0] == working
+
+
+def test_runs_go_through_the_sandbox(tmp_path: Path, lab_root: Path) -> None:
+    marker = tmp_path / "wrapped"
+    working = _script(tmp_path / "bwrap-ok", f'touch {marker}; while [ "$1" != "--" ]; do shift; done; shift; exec "$@"\n')
+    builder = FakeBuilder(lab_root / "build" / "bin", {"lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests())})
+    from grader import sandbox
+
+    original = sandbox.find_bwrap
+    sandbox.find_bwrap = lambda: working  # type: ignore[assignment]
+    try:
+        results = run_labs(lab_root, discover(lab_root), builder, GPU, RunOptions(guard=GuardOptions()),
+                           Progress(stream=io.StringIO()))
+    finally:
+        sandbox.find_bwrap = original  # type: ignore[assignment]
+    assert results.run.sandboxed and marker.exists()
+    assert results.labs[0].passed == 5
+
+
+# --- resource limits ---------------------------------------------------------------------------------
+
+
+def test_limits_apply_in_the_child() -> None:
+    res = process.run(["sh", "-c", "ulimit -c; ulimit -f; ulimit -t; ulimit -n"], 5,
+                      limits=process.Limits(cpu_s=7, file_bytes=512 * 1024))
+    assert res.stdout.split() == ["0", "1024", "7", "4096"]
+    free = process.run(["sh", "-c", "ulimit -c"], 5, limits=process.NO_LIMITS)
+    assert free.returncode == 0
+
+
+def test_file_size_limit_stops_a_writer(tmp_path: Path) -> None:
+    process.run(["sh", "-c", f"head -c 200000 /dev/zero > {tmp_path}/big; echo done"], 10,
+                      limits=process.Limits(file_bytes=65536))
+    assert (tmp_path / "big").stat().st_size <= 65536
+
+
+def test_cpu_limit_is_derived_from_the_timeout() -> None:
+    assert process.Limits().cpu_for(10) == 50 and process.Limits(cpu_s=3).cpu_for(10) == 3
+
+
+def test_nproc_margin() -> None:
+    margin = process.nproc_margin(100)
+    if os.getuid() == 0:
+        assert margin is None  # root ignores RLIMIT_NPROC
+    else:
+        assert margin is not None and margin >= 100
+    assert process.user_threads() >= 1
+
+
+def test_wrapper_is_put_in_front(tmp_path: Path) -> None:
+    wrapper = _script(tmp_path / "wrap", 'echo wrapped; exec "$@"\n')
+    res = process.run(["echo", "inside"], 5, wrapper=[wrapper])
+    assert res.stdout.split() == ["wrapped", "inside"] and res.argv == ["echo", "inside"]
+
+
+# --- results-file integrity -------------------------------------------------------------------------
+
+
+def test_real_reports_pass_verification() -> None:
+    for name in ("lab03_solution_pass.json", "lab03_student_fail.json", "lab03_student_no_gpu.json"):
+        gtest.verify_report(json.loads((FIXTURES / name).read_text()))
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda d: d.update(tests=d["tests"] + 1), "claims"),
+    (lambda d: d.update(failures=0), "failed tests"),
+    (lambda d: d.pop("gpu_name"), "harness's properties"),
+    (lambda d: d["testsuites"][0].update(tests=99), "claims 99"),
+])
+def test_forged_reports_fail_verification(change, why: str) -> None:
+    data = json.loads((FIXTURES / "lab03_student_fail.json").read_text())
+    change(data)
+    with pytest.raises(gtest.GtestError, match=why):
+        gtest.verify_report(data)
+
+
+def test_a_forged_results_file_is_a_harness_failure(tmp_path: Path) -> None:
+    """A binary that writes its own 'all passed' report (no harness properties) gets no credit."""
+    forger = tmp_path / "forger"
+    forger.write_text(f"""#!{sys.executable}
+import json, sys
+if "--gtest_list_tests" in sys.argv:
+    print("S.\\n  A\\n  B")
+    sys.exit(0)
+out = next(a.split("json:", 1)[1] for a in sys.argv if a.startswith("--gtest_output="))
+tests = [{{"name": n, "status": "RUN", "result": "COMPLETED", "time": "0s"}} for n in ("A", "B")]
+json.dump({{"tests": 2, "failures": 0, "testsuites": [{{"name": "S", "tests": 2, "testsuite": tests}}]}}, open(out, "w"))
+""")
+    forger.chmod(0o755)
+    run = gtest.run_binary(forger, ["S.A", "S.B"], 5)
+    assert [t.status for t in run.tests] == [Status.FAILED, Status.FAILED]
+    assert all(t.category is Category.HARNESS and "not written by the test harness" in t.message for t in run.tests)
+    unchecked = gtest.run_binary(forger, ["S.A", "S.B"], 5, policy=gtest.RunPolicy(verify=False))
+    assert [t.status for t in unchecked.tests] == [Status.PASSED, Status.PASSED]
+
+
+def test_results_path_is_unpredictable(tmp_path: Path) -> None:
+    seen = tmp_path / "argv"
+    binary = tmp_path / "bin"
+    binary.write_text(f'#!/bin/sh\necho "$@" >> {seen}\n')
+    binary.chmod(0o755)
+    gtest.run_once(binary, 5)
+    gtest.run_once(binary, 5)
+    paths = [ln.split("json:")[1].split()[0] for ln in seen.read_text().splitlines()]
+    assert len(set(paths)) == 2 and all("results-" in p for p in paths)
+    assert Path(paths[0]).parent != Path(paths[1]).parent
+
+
+# --- the global time limit, per-group timeouts, GPU health -------------------------------------------
+
+
+def test_expired_deadline_runs_nothing(tmp_path: Path) -> None:
+    binary = make_binary(tmp_path / "bin", spec([{"name": "S.A", "do": "pass"}]))
+    policy = gtest.RunPolicy(deadline=time.monotonic() - 1, cap_s=5)
+    run = gtest.run_binary(binary, ["S.A"], 5, policy=policy)
+    assert run.tests[0].status is Status.NOT_RUN and run.tests[0].category is Category.TIMEOUT
+    assert "global time limit (5 s)" in run.tests[0].message
+
+
+def test_deadline_cuts_the_reruns(tmp_path: Path) -> None:
+    tests = [{"name": "S.Hang", "do": "hang"}, {"name": "S.After", "do": "pass"}]
+    binary = make_binary(tmp_path / "bin", spec(tests))
+    start = time.monotonic()
+    policy = gtest.RunPolicy(deadline=time.monotonic() + 1.5, cap_s=1.5)
+    run = gtest.run_binary(binary, ["S.Hang", "S.After"], 10, policy=policy)
+    assert time.monotonic() - start < 6
+    assert {t.name: t.category for t in run.tests} == {"S.Hang": Category.TIMEOUT, "S.After": Category.TIMEOUT}
+    assert all(t.status is Status.NOT_RUN for t in run.tests)
+
+
+def test_a_hanging_parameterized_test_does_not_stop_the_others(tmp_path: Path) -> None:
+    tests = [{"name": f"S.Loop/{i}", "do": "hang"} for i in range(4)] + [{"name": "S.Other/1", "do": "pass"}]
+    binary = make_binary(tmp_path / "bin", spec(tests))
+    run = gtest.run_binary(binary, [t["name"] for t in tests], 0.8)
+    results = {t.name: t for t in run.tests}
+    assert run.reran == ["S.Loop/0", "S.Loop/1", "S.Other/1"]
+    assert results["S.Loop/0"].status is Status.FAILED and results["S.Loop/0"].category is Category.TIMEOUT
+    assert results["S.Loop/2"].status is Status.NOT_RUN and "other parameters timed out" in results["S.Loop/2"].message
+    assert results["S.Other/1"].status is Status.PASSED
+
+
+def test_health_probe_after_a_fault_stops_later_runs(tmp_path: Path) -> None:
+    tests = [{"name": "S.A", "do": "pass"}, {"name": "S.Crash", "do": "segv"}, {"name": "S.B", "do": "pass"}]
+    binary = make_binary(tmp_path / "bin", spec(tests))
+    calls: list[str] = []
+
+    def on_fault(after: str) -> str | None:
+        calls.append(after)
+        return f"GPU unhealthy after {after}" if after == "S.Crash" else None
+
+    run = gtest.run_binary(binary, ["S.A", "S.Crash", "S.B"], 5, on_fault=on_fault)
+    results = {t.name: t for t in run.tests}
+    assert calls == ["the full run of bin", "S.Crash"]
+    assert results["S.A"].status is Status.PASSED and results["S.Crash"].category is Category.CRASH
+    assert results["S.B"].status is Status.NOT_RUN and "GPU unhealthy after S.Crash" in results["S.B"].message
+
+
+def test_health_monitor_retries_then_gives_up(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    flaky = _script(tmp_path / "probe", f'echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ]\n')
+    monitor = HealthMonitor(lambda: Path(flaky), retry_wait_s=0)
+    assert monitor.check("S.A") is None and monitor.checks == 2  # failed once, then worked
+    broken = _script(tmp_path / "broken", "echo 'cudaErrorDevicesUnavailable' >&2; exit 4\n")
+    monitor = HealthMonitor(lambda: Path(broken), retry_wait_s=0)
+    why = monitor.check("S.Crash")
+    assert why and "GPU unhealthy after S.Crash" in why and "cudaErrorDevicesUnavailable" in why
+    assert monitor.check("anything") == why  # stays unhealthy without probing again
+    assert HealthMonitor(lambda: Path(broken), gpu_available=False).check("x") is None
+    missing = HealthMonitor(lambda: None)
+    assert missing.check("x") is None and missing.notes
+
+
+def test_default_cap() -> None:
+    assert default_cap_s([300, 600]) == 3600 + 900
+
+
+# --- the pipeline with its guard -----------------------------------------------------------------------
+
+
+def _grade(lab_root: Path, builder: FakeBuilder, guard: GuardOptions, gpu: GpuProbe = GPU):
+    return run_labs(lab_root, discover(lab_root), builder, gpu, RunOptions(guard=guard), Progress(stream=io.StringIO()))
+
+
+@pytest.fixture
+def builder(lab_root: Path) -> FakeBuilder:
+    return FakeBuilder(lab_root / "build" / "bin", {"lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests())})
+
+
+def test_refused_submission_is_a_clear_failure(lab_root: Path, builder: FakeBuilder, tmp_path: Path) -> None:
+    lab = discover(lab_root)[0]
+    sub = tmp_path / "sub"
+    (sub / "labs" / lab.name).mkdir(parents=True)
+    os.symlink("/etc/passwd", sub / "labs" / lab.name / "add.cu")
+    staged = stage_submission([lab], sub, tmp_path / "staging")
+    results = _grade(lab_root, builder, GuardOptions(staged=staged))
+    res = results.labs[0]
+    assert builder.built == ["lab01_solution"]  # the student target is never built
+    assert {t.status for t in res.tests} == {Status.NOT_RUN}
+    assert {t.category for t in res.tests} == {Category.COMPILE_ERROR}
+    assert "symbolic link" in res.tests[0].message and res.tests[0].hint
+    assert any("refused" in m for m in res.messages) and res.score == 0
+    assert exit_code(results) == 1
+
+
+def test_forbidden_symbols_stop_the_run(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
+    from grader.techniques import Inspection, Inspector, Symbol
+
+    def forbidden(self, lab, sources, target, build_dir):
+        return ["exit: ends the process"], Inspection(symbols=[Symbol("exit", "U")])
+
+    monkeypatch.setattr(Inspector, "forbidden", forbidden)
+    builder.specs["lab01_student"] = spec([{"name": t["name"], "do": "segv"} for t in add_tests()])  # never runs
+    results = _grade(lab_root, builder, GuardOptions(inspect=True))
+    res = results.labs[0]
+    assert {t.category for t in res.tests} == {Category.FORBIDDEN_CALL}
+    assert "exit: ends the process" in res.tests[0].message and "end the process" in res.tests[0].hint
+    assert {t.status for t in res.tests} == {Status.NOT_RUN}
+
+
+def test_global_cap_marks_remaining_labs_not_run(tmp_path: Path) -> None:
+    from .conftest import write_lab
+
+    write_lab(tmp_path, "01-add")
+    write_lab(tmp_path, "02-add")
+    builder = FakeBuilder(tmp_path / "build" / "bin", {
+        "lab01_student": spec([{"name": "AddCorrectness.Small/1", "do": "hang"}]),
+        "lab01_solution": spec([{"name": "AddCorrectness.Small/1", "do": "pass"}]),
+        "lab02_student": spec([{"name": "AddCorrectness.Small/1", "do": "pass"}]),
+        "lab02_solution": spec([{"name": "AddCorrectness.Small/1", "do": "pass"}]),
+    })
+    make_binary(builder.bin_dir / "lab02_solution", builder.specs["lab02_solution"])  # built earlier: its list is known
+    start = time.monotonic()
+    results = _grade(tmp_path, builder, GuardOptions(max_seconds=1.5))
+    assert time.monotonic() - start < 10
+    first, second = results.labs
+    assert first.tests[0].category is Category.TIMEOUT
+    assert second.tests and second.tests[0].status is Status.NOT_RUN and "global time limit" in second.tests[0].message
+    assert any("global time limit" in m for m in second.messages)
+    assert "lab02_student" not in builder.built
+
+
+def test_gpu_unhealthy_after_a_crash_stops_the_grade(lab_root: Path, builder: FakeBuilder, tmp_path: Path) -> None:
+    builder.bin_dir.mkdir(parents=True, exist_ok=True)
+    probe = builder.bin_dir / "cudalab_health_probe"
+    count = tmp_path / "probes"  # healthy after the first (full) run, broken after the crash's own re-run
+    probe.write_text(f"#!/bin/sh\necho x >> {count}\n[ $(wc -l < {count}) -le 1 ] || {{ echo 'no device' >&2; exit 3; }}\n")
+    probe.chmod(0o755)
+    tests = add_tests()
+    tests[1] = {"name": tests[1]["name"], "do": "segv"}
+    builder.specs["lab01_student"] = spec(tests)
+    from grader import health
+
+    monkey = health.RETRY_WAIT_S
+    health.RETRY_WAIT_S = 0
+    try:
+        results = _grade(lab_root, builder, GuardOptions(health=True))
+    finally:
+        health.RETRY_WAIT_S = monkey
+    res = results.labs[0]
+    by = {t.name: t for t in res.tests}
+    assert by["AddCorrectness.Small/257"].category is Category.CRASH
+    later = [t for t in res.tests if t.status is Status.NOT_RUN]
+    assert later and all("GPU unhealthy" in t.message for t in later)
+    assert any("GPU unhealthy" in n for n in results.run.notes)

@@ -1,0 +1,196 @@
+"""The compute-sanitizer stage: report parsing (logs recorded on an H200 with compute-sanitizer 2025.3),
+runs through a stand-in tool, points, and the stage inside the grade pipeline (no GPU needed)."""
+
+from __future__ import annotations
+
+import io
+import shlex
+import stat
+from pathlib import Path
+
+import pytest
+
+from grader import sanitizer
+from grader.environment import GpuProbe
+from grader.hints import hint_for
+from grader.integrity import GuardOptions
+from grader.labs import discover
+from grader.pipeline import RunOptions, run_labs
+from grader.progress import Progress
+from grader.results import Category, LabResult, Status
+
+from .conftest import FakeBuilder, add_tests, spec
+
+LOGS = Path(__file__).resolve().parent / "adversarial" / "sanitizer_logs"
+GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
+
+
+def test_memcheck_log() -> None:
+    findings, total = sanitizer.parse_log((LOGS / "memcheck_oob.log").read_text(), "memcheck")
+    assert total == 256
+    assert len(findings) == 1
+    f = findings[0]
+    assert f.what == "Invalid __global__ write of size 4 bytes" and f.kernel == "oob_kernel" and f.location == "probe.cu:4"
+    assert f.count == 2 and "oob_kernel at probe.cu:4 (2 times)" in f.line()
+
+
+@pytest.mark.parametrize("log, severity, lines", [
+    ("racecheck_warning.log", "warning", ("probe.cu:8", "probe.cu:10")),
+    ("racecheck_error.log", "error", ("probe.cu:15", "probe.cu:17")),
+])
+def test_racecheck_logs(log: str, severity: str, lines: tuple[str, str]) -> None:
+    findings, total = sanitizer.parse_log((LOGS / log).read_text(), "racecheck")
+    assert total == 1 and len(findings) == 1
+    f = findings[0]
+    assert f"race ({severity})" in f.what and lines[0] in f.what and lines[1] in f.what
+    assert f.kernel.endswith("race_kernel") and f.detail == "16384 hazards"
+    assert "missing barrier" not in f.line() and "__syncthreads" in hint_for(Category.SANITIZER, f.line())
+
+
+def test_initcheck_log() -> None:
+    findings, total = sanitizer.parse_log((LOGS / "initcheck.log").read_text(), "initcheck")
+    assert total == 4096 and findings[0].kernel == "uninit_kernel" and findings[0].what.startswith("Uninitialized")
+    assert "never written" in hint_for(Category.SANITIZER, findings[0].line())
+
+
+def test_synccheck_and_older_formats() -> None:
+    log = """========= COMPUTE-SANITIZER
+========= Barrier error detected. Divergent thread(s) in warp
+=========     at 0x00000130 in /home/s/labs/06-reduce/reduce.cu:41:reduce_kernel(float const*, float*, int)
+=========     by thread (3,0,0) in block (0,0,0)
+=========
+========= ERROR SUMMARY: 1 error
+"""
+    findings, total = sanitizer.parse_log(log, "synccheck")
+    assert total == 1 and findings[0].kernel == "reduce_kernel" and findings[0].location == "reduce.cu:41"
+    assert "__syncthreads() must not sit inside a branch" in hint_for(Category.SANITIZER, findings[0].line())
+    clean = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+    assert sanitizer.parse_log(clean, "memcheck") == ([], 0)
+
+
+def test_program_output_is_not_a_finding() -> None:
+    """Only lines of the tool's own log count: the program cannot print a finding or a summary."""
+    assert sanitizer.parse_log("Invalid __global__ write\nERROR SUMMARY: 0 errors\n", "memcheck") == ([], None)
+
+
+@pytest.mark.parametrize("where, name", [
+    ("vector_add_kernel(const float *, const float *, float *, int)+0x90", "vector_add_kernel"),
+    ("void fast::matmul_kernel<(bool)1>(const float *, float *)+0x1c0", "fast::matmul_kernel<(bool)1>"),
+    ("kernel+0x10", "kernel"),
+])
+def test_kernel_names(where: str, name: str) -> None:
+    assert sanitizer.kernel_name(where) == name
+
+
+def _tool(path: Path, log: str | None, code: int = 0, sleep: float = 0.0) -> str:
+    """A stand-in compute-sanitizer: writes LOG to --log-file, maybe sleeps, exits with CODE."""
+    body = ['log=""', 'while [ $# -gt 0 ]; do case "$1" in --log-file) log="$2"; shift;; esac; shift; done']
+    if log is not None:
+        body.append(f"cat {shlex.quote(str(LOGS / log))} > \"$log\"")
+    if sleep:
+        body.append(f"sleep {sleep}")
+    body.append(f"exit {code}")
+    path.write_text("#!/bin/sh\n" + "\n".join(body) + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_run_tool_reports_findings(tmp_path: Path) -> None:
+    tool = _tool(tmp_path / "cs", "memcheck_oob.log", sanitizer.ERROR_EXITCODE)
+    run = sanitizer.run_tool(tool, "memcheck", Path("/bin/true"), 10)
+    r = run.result
+    assert r.name == "sanitizer.memcheck" and r.status is Status.FAILED and r.category is Category.SANITIZER
+    assert "reported 256 error(s)" in r.message and "oob_kernel at probe.cu:4" in r.message
+    assert r.properties["sanitizer_kernel"] == "oob_kernel" and r.properties["sanitizer_location"] == "probe.cu:4"
+
+
+def test_run_tool_clean_timeout_and_no_verdict(tmp_path: Path) -> None:
+    clean = tmp_path / "clean.log"
+    clean.write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
+    tool = tmp_path / "cs-clean"
+    tool.write_text(f'#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --log-file ] && cp {clean} "$2"; '
+                    f'case "$1" in --gtest_output=json:*) echo {{}} > "${{1#--gtest_output=json:}}";; esac; shift; done\n'
+                    'exit 1\n')  # tests that fail under the tool are not its business: exit 1 is fine
+    tool.chmod(0o755)
+    assert sanitizer.run_tool(str(tool), "racecheck", Path("/bin/true"), 10).result.status is Status.PASSED
+    slow = _tool(tmp_path / "cs-slow", None, 0, sleep=5)
+    r = sanitizer.run_tool(slow, "racecheck", Path("/bin/true"), 0.5).result
+    assert r.status is Status.NOT_RUN and r.category is Category.TIMEOUT and "did not finish within 0.5 s" in r.message
+    dead = _tool(tmp_path / "cs-dead", None, 139)
+    r = sanitizer.run_tool(dead, "memcheck", Path("/bin/true"), 10).result
+    assert r.status is Status.NOT_RUN and r.category is Category.HARNESS and "no verdict" in r.message
+    # A clean log but no results file: the program never ran its tests (a missing binary, say).
+    quiet = tmp_path / "cs-quiet"
+    quiet.write_text(f'#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --log-file ] && cp {clean} "$2"; shift; done\nexit 0\n')
+    quiet.chmod(0o755)
+    r = sanitizer.run_tool(str(quiet), "memcheck", Path("/bin/true"), 10).result
+    assert r.status is Status.NOT_RUN and "no verdict" in r.message
+
+
+def test_sanitizer_argv_and_small_mode() -> None:
+    argv = sanitizer.sanitizer_argv("cs", "memcheck", Path("/x/log"))
+    assert argv[:3] == ["cs", "--tool", "memcheck"] and "--log-file" in argv and "--report-api-errors" in argv
+    assert "--report-api-errors" not in sanitizer.sanitizer_argv("cs", "racecheck", Path("/x/log"))
+    assert sanitizer.SMALL_ENV == {"CUDALAB_SMALL": "1"} and sanitizer.CORRECTNESS_FILTER == "-*Perf.*"
+
+
+def test_tools_for() -> None:
+    labs = {lab.name: lab for lab in discover(Path(__file__).resolve().parents[2])}
+    assert sanitizer.tools_for(labs["05-tiled-matmul"]) == ["memcheck", "racecheck"]
+    assert sanitizer.tools_for(labs["03-vector-add"]) == []
+    assert sanitizer.tools_for(labs["03-vector-add"], ["racecheck", "bogus"]) == ["racecheck"]
+
+
+def test_apply_points() -> None:
+    from grader.labs import Lab
+
+    lab = Lab(number=1, slug="x", path=Path("."), root=Path("."), title="x", student_files=("x.cu",), timeout_s=1,
+              tasks=(), perf=(), sanitizer={"tools": ["memcheck", "racecheck"], "points": 10})
+    result = LabResult(number=1, name="01-x", title="x", max_score=90, score=50)
+    tests = sanitizer.not_run(["memcheck"], "why") + sanitizer.not_run(["racecheck"], "why")
+    tests[0].status, tests[1].status = Status.PASSED, Status.FAILED
+    sanitizer.apply_points(lab, result, tests)
+    task = result.tasks[-1]
+    assert task.id == "sanitizer" and task.points == 10 and task.earned == 5
+    assert result.max_score == 100 and result.score == 55 and all(t.task == "sanitizer" for t in tests)
+
+
+# --- the stage in the pipeline -------------------------------------------------------------------------
+
+
+def _grade(lab_root: Path, builder: FakeBuilder, gpu: GpuProbe, tools: list[str]):
+    options = RunOptions(guard=GuardOptions(sanitizer_tools=tools))
+    return run_labs(lab_root, discover(lab_root), builder, gpu, options, Progress(stream=io.StringIO()))
+
+
+@pytest.fixture
+def builder(lab_root: Path) -> FakeBuilder:
+    return FakeBuilder(lab_root / "build" / "bin", {"lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests())})
+
+
+def test_stage_runs_each_tool(lab_root: Path, builder: FakeBuilder, tmp_path: Path, monkeypatch) -> None:
+    tool = _tool(tmp_path / "cs", "racecheck_warning.log", sanitizer.ERROR_EXITCODE)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: tool)
+    lab = _grade(lab_root, builder, GPU, ["racecheck"]).labs[0]
+    race = next(t for t in lab.tests if t.name == "sanitizer.racecheck")
+    assert race.status is Status.FAILED and race.category is Category.SANITIZER
+    assert "intra_warp_race_kernel" in race.message and "__syncthreads()" in race.hint
+    assert lab.passed == 5  # the correctness tests are untouched
+
+
+def test_stage_without_the_tool_or_gpu_is_skipped_with_the_reason(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: None)
+    lab = _grade(lab_root, builder, GPU, ["memcheck"]).labs[0]
+    t = next(t for t in lab.tests if t.name == "sanitizer.memcheck")
+    assert t.status is Status.SKIPPED and "not installed" in t.message
+    lab = _grade(lab_root, builder, GpuProbe(False, reason="no driver"), ["memcheck"]).labs[0]
+    t = next(t for t in lab.tests if t.name == "sanitizer.memcheck")
+    assert t.status is Status.SKIPPED and t.category is Category.NO_GPU
+
+
+def test_stage_is_not_run_when_the_binary_did_not_build(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/nonexistent")
+    builder.failures["lab01_student"] = "add.cu(3): error: expected a ';'\n"
+    lab = _grade(lab_root, builder, GPU, ["memcheck"]).labs[0]
+    t = next(t for t in lab.tests if t.name == "sanitizer.memcheck")
+    assert t.status is Status.NOT_RUN and "did not build" in t.message
