@@ -390,6 +390,7 @@ class BatchGrader:
         self._slots: dict[int, Builder] = {}
         self._slots_lock = threading.Lock()
         self._configured: set[int] = set()
+        self._lock_handle: TextIO | None = None
         self._all_labs: list[Lab] | None = None
 
     # --- slots ---
@@ -422,6 +423,30 @@ class BatchGrader:
             except (LabError, OSError):
                 self._all_labs = list(self.labs)
         return self._all_labs
+
+    def lock_slots(self) -> TextIO:
+        """Hold build/<preset>-batch.lock for this process's life: two batches of one preset at once
+        would share the slots' build folders. Raises GraderError when another batch holds it."""
+        import fcntl
+
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(self.work_dir / f"{self.preset}-batch.lock", "w")  # noqa: SIM115 - held until exit
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise GraderError(
+                f"another batch with preset {self.preset} is running (it holds {handle.name}); "
+                "wait for it, or use another --preset",
+                Exit.USAGE,
+            ) from None
+        self._lock_handle = handle
+        return handle
+
+    def unlock_slots(self) -> None:
+        handle, self._lock_handle = self._lock_handle, None
+        if handle is not None:
+            handle.close()
 
     # --- before the first student ---
 
@@ -833,6 +858,7 @@ def run_batch(
     started = time.monotonic()
     try:
         if todo:
+            grader.lock_slots()
             grader.prepare(out_dir, force=force)
             prepared = time.monotonic() - started
             slots = min(workers, len(todo))
@@ -870,6 +896,7 @@ def run_batch(
                         fut.cancel()
                     raise
     finally:
+        grader.unlock_slots()
         ordered = [outcomes[s.id] for s in students if s.id in outcomes]
         if ordered:
             title = f"cudalab class summary: {batch_dir.resolve().name}"

@@ -9,6 +9,7 @@ exclude; every file under the root when it is not a git checkout) minus the inst
   docs/instructors.md         the instructor guide
   ci/gradescope/, ci/gpu-check, ci/gpu_summary.py    course-staff tooling (needs solutions/)
   grader/tests/, .ci/         the grader's own tests and the repository's CI (they check solutions/)
+  bench/                      the grading throughput benchmark (needs solutions/)
 
 Each lab.toml loses what would reveal its hidden tests: the [hidden] table, [[task]] entries with
 hidden = true, and the [[perf]] / [[technique]] entries of those tasks. A RELEASE.md says what the copy is.
@@ -52,6 +53,7 @@ EXCLUDED: tuple[tuple[str, str], ...] = (
     ("ci/gpu_summary.py", "part of ci/gpu-check"),
     ("grader/tests/", "the grader's own tests (they check solutions/)"),
     (".ci/", "the repository's own CI (it checks solutions/)"),
+    ("bench/", "the grading throughput benchmark (course staff; needs solutions/)"),
 )
 HIDDEN_TEST_GLOB = "test_hidden_*"
 # What a walk (no git) never copies: build outputs, caches, virtual environments.

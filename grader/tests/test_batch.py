@@ -308,6 +308,47 @@ def test_one_bad_student_never_stops_the_batch(
     assert "Traceback" in (tmp_path / "out" / "dan" / "grade.log").read_text()
 
 
+class CMakeLikeSlot(FakeSlot):
+    """Like a CMake build folder: configure() decides once, from the files it sees, which source the
+    student target compiles (compile_commands.json), and is a no-op while CMakeCache.txt exists."""
+
+    @property
+    def build_dir(self) -> Path:
+        return self.bin_dir.parent
+
+    def configure(self, labs: list[str]) -> None:
+        self.configures += 1
+        if (self.build_dir / "CMakeCache.txt").exists():
+            return
+        staged = self.staging / "labs" / "01-add" / "add.cu"
+        source = staged if staged.exists() else self.staging.parent / "pristine-add.cu"
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        (self.build_dir / "CMakeCache.txt").write_text("")
+        entry = {"directory": str(self.build_dir), "file": str(source), "output": "add.cu.o"}
+        (self.build_dir / "compile_commands.json").write_text(json.dumps([entry]))
+
+
+def test_a_stale_slot_configuration_is_made_again(lab_root: Path, tmp_path: Path, fakes: dict) -> None:
+    """A slot configured when the staging tree lacked the lab's file (an earlier batch of other labs)
+    would compile the skeleton: the batch notices and configures it afresh."""
+    slots: dict[int, CMakeLikeSlot] = {}
+
+    def slot_builder(slot: int, staging: Path) -> CMakeLikeSlot:
+        slots[slot] = CMakeLikeSlot(lab_root / "build", slot, staging, fakes["builds"])
+        return slots[slot]
+
+    CMakeLikeSlot(lab_root / "build", 0, lab_root / "build" / "nowhere", []).configure(
+        []
+    )  # the earlier batch
+    (tmp_path / "class" / "ada" / "labs" / "01-add").mkdir(parents=True)
+    (tmp_path / "class" / "ada" / "labs" / "01-add" / "add.cu").write_text(SOLUTION)
+    fakes["slot_builder"] = slot_builder
+    code, _, _ = batch(lab_root, fakes, tmp_path, "1")
+    assert code is Exit.OK and slots[0].configures == 2
+    db = json.loads((slots[0].build_dir / "compile_commands.json").read_text())
+    assert db[0]["file"] == str(slots[0].staging / "labs" / "01-add" / "add.cu")
+
+
 def test_empty_submission_grades_the_skeleton_with_a_note(
     lab_root: Path, tmp_path: Path, fakes: dict
 ) -> None:
@@ -316,6 +357,18 @@ def test_empty_submission_grades_the_skeleton_with_a_note(
     row = gradebook(tmp_path / "out")["zoe"]
     assert code is Exit.OK and row["status"] == "graded" and "skeletons were graded" in row["notes"]
     assert fakes["builds"][0][1] == (lab_root / "labs" / "01-add" / "add.cu").read_text()
+
+
+def test_two_batches_of_one_preset_do_not_share_slots(lab_root: Path, tmp_path: Path, fakes: dict) -> None:
+    class_dir(tmp_path)
+    other = BatchGrader(lab_root, discover(lab_root), GPU, "default", main_builder=fakes["main"])
+    other.lock_slots()
+    try:
+        with pytest.raises(GraderError, match="another batch with preset default is running"):
+            batch(lab_root, fakes, tmp_path, "1", preset="default")
+    finally:
+        other.unlock_slots()
+    assert batch(lab_root, fakes, tmp_path, "1", preset="default")[0] is Exit.OK
 
 
 def test_cli_usage_errors(lab_root: Path, tmp_path: Path, capsys) -> None:

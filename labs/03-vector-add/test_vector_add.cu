@@ -263,6 +263,7 @@ TEST_F(VectorAddExtrasPerf, PinnedVersusPageableUpload) {
   DeviceBuffer<float> d(n);
   cudalab::bench::Options options;
   options.flush_l2 = false;
+  options.max_seconds = 1.0;  // pageable copies are noisy; a second of samples settles the median
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(4.0 * n), "256 MiB host to device", options);
   suite.add("impl", [&] { CUDA_CHECK(cudaMemcpy(d.data(), h_pinned, 4 * n, cudaMemcpyHostToDevice)); });
   suite.add("pageable", [&] { CUDA_CHECK(cudaMemcpy(d.data(), h_pageable.data(), 4 * n, cudaMemcpyHostToDevice)); });
