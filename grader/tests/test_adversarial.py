@@ -60,7 +60,28 @@ def test_every_case_is_well_formed() -> None:
             assert not e.status or e.status in STATUSES, (case.name, e.status)
             assert e.match in ("any", "all"), case.name
         source = case.dir / "labs" / LAB03.name / "vector_add.cu"
-        assert source.is_symlink() or source.is_file() or case.generate, case.name
+        patch = case.dir / runner.PATCH
+        assert source.is_symlink() or source.is_file() or patch.is_file() or case.generate, case.name
+        assert case.patch_base in ("solution", "skeleton"), case.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_materializes_with_its_fault(case: runner.Case, tmp_path: Path) -> None:
+    """Each patch still applies to lab 03 as it is now, and changes the file it starts from."""
+    submission = runner.materialize(case, tmp_path / "submission")
+    student = submission / "labs" / LAB03.name / "vector_add.cu"
+    assert student.is_symlink() or student.is_file(), case.name
+    if (case.dir / runner.PATCH).is_file():
+        base_dir = ROOT / ("solutions" if case.patch_base == "solution" else "labs") / LAB03.name
+        assert student.read_text() != (base_dir / "vector_add.cu").read_text(), case.name
+
+
+def test_patch_that_no_longer_fits_fails_loudly() -> None:
+    base = "a\nb\nc\nd\n"
+    patch = "--- x\n+++ y\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    assert runner.apply_patch(base, patch, "t") == "a\nB\nc\nd\n"
+    with pytest.raises(runner.PatchError, match="no longer matches"):
+        runner.apply_patch("a\nx\nc\n", patch, "t")
 
 
 @pytest.mark.parametrize("case", GPU_FREE, ids=[c.name for c in GPU_FREE])

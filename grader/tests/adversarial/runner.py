@@ -28,6 +28,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,7 @@ class Case:
     args: list[str] = field(default_factory=list)
     max_seconds: float = 300.0
     generate: str = ""
+    patch_base: str = "solution"  # what vector_add.cu.patch applies to: "solution" or "skeleton"
     how: str = ""
     expects: list[Expectation] = field(default_factory=list)
 
@@ -103,6 +105,7 @@ def load_case(path: Path) -> Case:
         args=[str(a) for a in data.get("args", [])],
         max_seconds=float(data.get("max_seconds", 300)),
         generate=data.get("generate", ""),
+        patch_base=str(data.get("patch_base", "solution")),
         how=data.get("how", ""),
         expects=expects,
     )
@@ -112,12 +115,59 @@ def load_cases() -> list[Case]:
     return [load_case(p) for p in sorted(CASES_DIR.iterdir()) if (p / "expect.toml").is_file()]
 
 
+PATCH = "vector_add.cu.patch"
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+
+class PatchError(ValueError):
+    """A case's patch no longer applies to lab 03's file: update the patch with the lab."""
+
+
+def apply_patch(base: str, patch: str, name: str) -> str:
+    """Apply a unified diff (`diff -u`) to base, as `patch` would: each hunk's old lines must occur in
+    the file after the previous hunk; of several places, the one nearest the hunk's line number wins.
+    A patch that no longer fits the lab fails loudly instead of planting its fault somewhere else."""
+    lines = base.splitlines(keepends=True)
+    hunks: list[tuple[int, list[str], list[str]]] = []
+    for raw in patch.splitlines(keepends=True):
+        if raw.startswith(("---", "+++")) and not hunks:
+            continue
+        header = _HUNK.match(raw)
+        if header:
+            hunks.append((int(header.group(1)) - 1, [], []))
+            continue
+        if not hunks or raw.startswith("\\"):
+            continue
+        _, old, new = hunks[-1]
+        tag, text = raw[:1], raw[1:]
+        if tag in (" ", "-"):
+            old.append(text)
+        if tag in (" ", "+"):
+            new.append(text)
+    start, shift = 0, 0  # where the next hunk may begin; how far earlier hunks moved the lines
+    for number, (line, old, new) in enumerate(hunks, start=1):
+        at = [i for i in range(start, len(lines) - len(old) + 1) if lines[i : i + len(old)] == old]
+        if not at:
+            raise PatchError(f"{name}: hunk {number} no longer matches lab 03's file")
+        where = min(at, key=lambda i: abs(i - (line + shift)))
+        lines[where : where + len(old)] = new
+        start, shift = where + len(new), shift + len(new) - len(old)
+    return "".join(lines)
+
+
 def materialize(case: Case, dest: Path) -> Path:
-    """A copy of the case's submission tree (links kept as links), with generated files made."""
+    """A copy of the case's submission tree (links kept as links), with generated files made. A case
+    whose student file differs from lab 03's by a few lines stores only that difference (PATCH)."""
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(case.dir, dest, symlinks=True, ignore=shutil.ignore_patterns("expect.toml"))
+    shutil.copytree(case.dir, dest, symlinks=True, ignore=shutil.ignore_patterns("expect.toml", PATCH))
     lab_dir = dest / "labs" / "03-vector-add"
+    patch = case.dir / PATCH
+    if patch.is_file():
+        base_dir = ROOT / ("solutions" if case.patch_base == "solution" else "labs") / "03-vector-add"
+        body = apply_patch((base_dir / "vector_add.cu").read_text(), patch.read_text(), f"{case.name}/{PATCH}")
+        lab_dir.mkdir(parents=True, exist_ok=True)
+        (lab_dir / "vector_add.cu").write_text(body)
     if case.generate == "oversize":
         lab_dir.mkdir(parents=True, exist_ok=True)
         body = (ROOT / "solutions" / "03-vector-add" / "vector_add.cu").read_text()
