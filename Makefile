@@ -38,6 +38,8 @@ test: python-env
 	$(GRADER) doctor --brief
 	$(GRADER) skeleton --check
 	$(GRADER) build --all --preset $(PRESET)
+	cmake --build build/$(PRESET) --target common_tests
+	ctest --test-dir build/$(PRESET) -L common_tests --output-on-failure --no-tests=error
 	@# A student release has no solutions/ and no grader tests: those two steps are the instructor's.
 	@if [ -d solutions ]; then ctest --test-dir build/$(PRESET) -L solution -E 'Perf\.' -j 2 --output-on-failure --no-tests=error; fi
 	@if [ -d grader/tests ]; then $(PY) -m pytest -q grader/tests; fi

@@ -26,12 +26,12 @@ import re
 import shutil
 import stat
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .cmake import CMakeBuilder
 from .labs import Lab
-from .results import Category
+from .results import BuildResult, Category
 
 MAX_FILE_BYTES = 1 << 20  # a student file larger than this is refused
 
@@ -376,6 +376,20 @@ class SubmissionBuilder(CMakeBuilder):
         cmd = super().configure_command(ninja and not (self.build_dir / "CMakeCache.txt").is_file(), labs)
         cmd += ["-B", str(self.build_dir), f"-DCUDALAB_SUBMISSION_DIR={self.submission_dir or ''}"]
         return cmd
+
+    def build(self, target: str) -> BuildResult:
+        """A failed build's message and log name the student's files as they are in their repository
+        (labs/03-vector-add/vector_add.cu), not by the staging folder they were compiled from."""
+        result = super().build(target)
+        if result.ok or self.submission_dir is None:
+            return result
+        return replace(result, message=self.unstaged(result.message), log=self.unstaged(result.log))
+
+    def unstaged(self, text: str) -> str:
+        assert self.submission_dir is not None
+        for prefix in {str(self.submission_dir.resolve()), str(self.submission_dir)}:
+            text = text.replace(prefix.rstrip(os.sep) + os.sep, "")
+        return text
 
 
 # --- the sandbox -----------------------------------------------------------------------------------

@@ -141,7 +141,9 @@ def _notes(o: StudentOutcome) -> str:
             notes.append("no labs graded")
     elif not o.error:
         notes.append("not graded")
-    return truncate(" | ".join(" ".join(n.split()) for n in notes), _NOTE_LIMIT, "… ({n} more characters)")
+    # One note per distinct problem: a compile error breaks the lab's student and hidden binaries alike.
+    unique = list(dict.fromkeys(" ".join(n.split()) for n in notes))
+    return truncate(" | ".join(unique), _NOTE_LIMIT, "… ({n} more characters)")
 
 
 def render_gradebook_csv(outcomes: list[StudentOutcome]) -> str:

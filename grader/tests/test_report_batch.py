@@ -15,7 +15,7 @@ from grader.report.batch_sample import main as batch_sample_main
 from grader.report.batch_sample import sample_outcomes
 from grader.report.sample import sample_results
 from grader.report.schemas import validate_class_gradebook
-from grader.results import Results, Status
+from grader.results import BuildResult, Results, Status
 from grader.tests.test_report_html import check_structure
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
@@ -314,3 +314,17 @@ def test_batch_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert sum(o.results is None for o in outcomes) == 2
     assert validate_class_gradebook((tmp_path / "gradebook.csv").read_text(encoding="utf-8")) == []
     assert batch_sample_main([]) == 2
+
+
+def test_gradebook_notes_say_each_problem_once() -> None:
+    """A compile error breaks the student and the hidden binary with the same message: one note."""
+    r = sample_results()
+    lab = r.labs[0]
+    message = "compile error: labs/03-vector-add/vector_add.cu(20): error: expected a \";\""
+    lab.builds = [
+        BuildResult(target="lab03_student", ok=False, message=message),
+        BuildResult(target="lab03_hidden_student", ok=False, message=message),
+    ]
+    rows = list(csv.DictReader(io.StringIO(render_gradebook_csv([StudentOutcome("ada", r)]))))
+    assert rows[0]["notes"].count("compile error") == 1
+    assert rows[0]["notes"] == f"{lab.name}: {message}"

@@ -20,7 +20,8 @@ from grader.integrity import GuardOptions
 from grader.labs import discover
 from grader.pipeline import RunOptions, exit_code, run_labs
 from grader.progress import Progress
-from grader.results import Category, Status
+from grader.cmake import CMakeBuilder, failed_build
+from grader.results import BuildResult, Category, Status
 from grader.sandbox import (
     MAX_FILE_BYTES,
     StagingError,
@@ -201,6 +202,24 @@ def test_submission_builder_configures_its_own_directory(tmp_path: Path, monkeyp
     assert b2.cached_labs() is None  # a new staging tree: configure again
     monkeypatch.setenv("CUDALAB_SUBMISSION_BUILD_DIR", str(tmp_path / "elsewhere"))
     assert b2.build_dir == tmp_path / "elsewhere"
+
+
+def test_submission_build_errors_name_the_students_paths(tmp_path: Path, monkeypatch) -> None:
+    stage = tmp_path / "build" / "ci-batch-3-staging"
+    b = SubmissionBuilder(tmp_path, "ci", 2, submission_dir=stage)
+    log = f"{stage}/labs/03-vector-add/vector_add.cu(20): error: expected a \";\"\n"
+
+    def failing(self, target: str) -> BuildResult:
+        return failed_build(target, log)
+
+    monkeypatch.setattr(CMakeBuilder, "build", failing)
+    result = b.build("lab03_student")
+    assert not result.ok and result.message == (
+        'compile error: labs/03-vector-add/vector_add.cu(20): error: expected a ";"'
+    )
+    assert str(stage) not in result.log and "labs/03-vector-add/vector_add.cu(20)" in result.log
+    monkeypatch.setattr(CMakeBuilder, "build", lambda self, target: BuildResult(target, ok=True, log=log))
+    assert b.build("lab03_student").log == log  # a successful build's log is left as it was
 
 
 # --- bubblewrap --------------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 // the same seed gives the same data on every machine, so a failure message's seed reproduces it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -13,10 +15,15 @@ namespace cudalab {
 // may differ between standard libraries.
 class Rng {
  public:
+  static constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
   explicit Rng(std::uint64_t seed) : state_(seed) {}
+  // The generator that Rng(seed) becomes after k draws: the state only ever advances by kGolden,
+  // so the stream can be split into chunks that are generated in parallel.
+  static Rng at(std::uint64_t seed, std::uint64_t k) { return Rng(seed + k * kGolden); }
 
   std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    std::uint64_t z = (state_ += kGolden);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -35,17 +42,31 @@ class Rng {
 };
 
 // n values uniform in [lo, hi] (integers inclusive; floating point in [lo, hi)).
+// Element i is Rng(seed)'s (i+1)-th draw. Large vectors are filled by several threads, each from
+// its own point of the same stream, so the values do not depend on the thread count.
 template <class T>
 std::vector<T> random_vector(std::size_t n, std::uint64_t seed, T lo, T hi) {
-  Rng rng(seed);
   std::vector<T> v(n);
-  for (auto& x : v) {
-    if constexpr (std::is_floating_point_v<T>) {
-      x = static_cast<T>(rng.uniform(static_cast<double>(lo), static_cast<double>(hi)));
-    } else {
-      x = static_cast<T>(rng.integer(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
+  auto fill = [&](std::size_t begin, std::size_t end) {
+    Rng rng = Rng::at(seed, begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        v[i] = static_cast<T>(rng.uniform(static_cast<double>(lo), static_cast<double>(hi)));
+      } else {
+        v[i] = static_cast<T>(rng.integer(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
+      }
     }
+  };
+  constexpr std::size_t kChunk = std::size_t{1} << 20;  // below this, threads cost more than they save
+  const std::size_t threads =
+      std::min<std::size_t>({n / kChunk, std::max(1u, std::thread::hardware_concurrency()), 16});
+  if (threads <= 1) {
+    fill(0, n);
+    return v;
   }
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(fill, n * t / threads, n * (t + 1) / threads);
+  for (auto& th : pool) th.join();
   return v;
 }
 
