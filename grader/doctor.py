@@ -129,6 +129,28 @@ def check_gpu(gpu: GpuProbe) -> Check:
     return Check("GPU", True, f"{gpu.name}{cc}")
 
 
+def check_sanitizer() -> Check:
+    from .sanitizer import find_sanitizer
+
+    path = find_sanitizer()
+    if path is None:
+        return Check("compute-sanitizer", False,
+                     "not found: the sanitizer stage (race and memory checks) is reported as not run",
+                     "it comes with the CUDA toolkit (apt install cuda-sanitizer-13-0)", required=False)
+    return Check("compute-sanitizer", True, path)
+
+
+def check_bwrap() -> Check:
+    from .sandbox import find_bwrap
+
+    path = find_bwrap()
+    if path is None:
+        return Check("bubblewrap (bwrap)", False,
+                     "not found: submissions' test binaries run without a sandbox (fine for your own code)",
+                     "apt install bubblewrap, on machines that grade other people's submissions", required=False)
+    return Check("bubblewrap (bwrap)", True, path)
+
+
 def check_python() -> list[Check]:
     version = ".".join(map(str, sys.version_info[:3]))
     checks = [
@@ -149,7 +171,10 @@ def check_python() -> list[Check]:
 
 def run_checks(root: Path, gpu: GpuProbe | None = None) -> list[Check]:
     gpu = probe_gpu() if gpu is None else gpu
-    return [check_nvcc(), check_cmake(root), check_ninja(), check_cxx(), check_gtest(), check_gpu(gpu), *check_python()]
+    return [
+        check_nvcc(), check_cmake(root), check_ninja(), check_cxx(), check_gtest(), check_gpu(gpu),
+        check_sanitizer(), check_bwrap(), *check_python(),
+    ]
 
 
 def format_checks(checks: list[Check]) -> str:

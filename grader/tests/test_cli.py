@@ -188,6 +188,27 @@ def test_doctor_full(monkeypatch, capsys) -> None:
     assert ("missing:" in out) == (code == 4)
 
 
+def test_doctor_reports_the_optional_grading_tools(monkeypatch, capsys) -> None:
+    """compute-sanitizer and bubblewrap are optional: missing, each is a warning with its consequence."""
+    from grader import sanitizer, sandbox
+
+    monkeypatch.setattr(commands, "probe_gpu", lambda: GPU)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: None)
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    main("doctor")
+    out = capsys.readouterr().out
+    assert "warning  compute-sanitizer" in out and "reported as not run" in out
+    assert "warning  bubblewrap (bwrap)" in out and "without a sandbox" in out
+    missing = [line for line in out.splitlines() if line.startswith("missing:")]
+    assert not any("sanitizer" in line or "bubblewrap" in line for line in missing)  # neither is required
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/usr/local/cuda/bin/compute-sanitizer")
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: "/usr/bin/bwrap")
+    main("doctor")
+    out = capsys.readouterr().out
+    assert "ok  compute-sanitizer    /usr/local/cuda/bin/compute-sanitizer" in out
+    assert "ok  bubblewrap (bwrap)   /usr/bin/bwrap" in out
+
+
 def test_fixture_round_trip_through_parse_and_results(tmp_path: Path) -> None:
     """Recorded gtest JSON -> TestResults -> results.json -> Results, unchanged."""
     from grader import gtest
