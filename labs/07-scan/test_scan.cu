@@ -2,6 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cub/device/device_scan.cuh>
+#include <thrust/equal.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/scan.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +18,7 @@
 #include <cudalab/check.cuh>
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
+#include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/random.hpp>
 
@@ -27,26 +33,56 @@ constexpr std::uint64_t kSeed = 7007;
 
 // Values 1..7: never zero (a zero hides an element that was skipped) and small enough that the sum
 // of 2^28 + 5 of them stays below 2^31 (7 * (2^28 + 5) < 2147483647), so int32 results are exact.
-std::vector<int> make_input(std::size_t n, std::uint64_t seed) { return cudalab::random_vector<int>(n, seed, 1, 7); }
+// Made on the GPU (on the host, 2^28 values take seconds): element i is random_vector<int>(n, seed,
+// 1, 7)'s element i, so a seed in a failure message still reproduces the input on the host.
+DeviceBuffer<int> make_input(std::size_t n, std::uint64_t seed) {
+  DeviceBuffer<int> d_in(n);
+  cudalab::random_fill(d_in.data(), n, seed, 1, 7);
+  return d_in;
+}
 
 enum class Kind { kInclusive, kExclusive };
 
-// The CPU reference, restarting the running sum at every multiple of `segment` (the block scans of
-// Tasks 1-3 scan each tile on its own; a whole-array scan has one segment).
-std::vector<int> reference_scan(const std::vector<int>& in, Kind kind, std::size_t segment) {
-  std::vector<int> out(in.size());
-  std::int64_t running = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (i % segment == 0) running = 0;
+// Index i -> the number of its segment: the keys of the segmented reference scan.
+struct SegmentOf {
+  std::size_t segment;
+  __host__ __device__ std::size_t operator()(std::size_t i) const { return i / segment; }
+};
+
+// The trusted reference, computed by thrust on the GPU (a serial host pass over 2^28 + 5 ints takes
+// seconds), restarting the running sum at every multiple of `segment` (the block scans of Tasks 1-3
+// scan each tile on its own; a whole-array scan has one segment).
+DeviceBuffer<int> reference_scan(const DeviceBuffer<int>& d_in, Kind kind, std::size_t segment) {
+  const std::size_t n = d_in.size();
+  DeviceBuffer<int> d_expected(n);
+  const int* first = d_in.data();
+  if (segment >= n) {
     if (kind == Kind::kExclusive) {
-      out[i] = static_cast<int>(running);
-      running += in[i];
+      thrust::exclusive_scan(thrust::device, first, first + n, d_expected.data(), 0);
     } else {
-      running += in[i];
-      out[i] = static_cast<int>(running);
+      thrust::inclusive_scan(thrust::device, first, first + n, d_expected.data());
+    }
+  } else {
+    const auto keys = thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), SegmentOf{segment});
+    if (kind == Kind::kExclusive) {
+      thrust::exclusive_scan_by_key(thrust::device, keys, keys + n, first, d_expected.data(), 0);
+    } else {
+      thrust::inclusive_scan_by_key(thrust::device, keys, keys + n, first, d_expected.data());
     }
   }
-  return out;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return d_expected;
+}
+
+// Compares on the GPU. Only when they differ are both copied back, so that AllEqual can name the
+// first wrong indices and the seed (copying 1 GiB back and comparing it on the host takes seconds).
+::testing::AssertionResult DeviceEqual(const DeviceBuffer<int>& d_expected, const DeviceBuffer<int>& d_actual,
+                                       std::uint64_t seed) {
+  if (d_expected.size() == d_actual.size() &&
+      thrust::equal(thrust::device, d_expected.data(), d_expected.data() + d_expected.size(), d_actual.data())) {
+    return ::testing::AssertionSuccess();
+  }
+  return AllEqual(d_expected.to_host(), d_actual.to_host(), seed);
 }
 
 // Runs scan(d_in, d_out) once on fresh buffers with a poisoned output, then checks the output and
@@ -54,15 +90,18 @@ std::vector<int> reference_scan(const std::vector<int>& in, Kind kind, std::size
 // (a missing __syncthreads) changes some result in practically every one of the many tiles.
 void expect_scan(std::size_t n, std::uint64_t seed, Kind kind, std::size_t segment,
                  const std::function<void(const int*, int*)>& scan) {
-  const std::vector<int> in = make_input(n, seed);
-  DeviceBuffer<int> d_in(in), d_out(n);
+  DeviceBuffer<int> d_in = make_input(n, seed), d_out(n);
   cudalab::poison(d_out);
+  CUDA_CHECK(cudaDeviceSynchronize());  // input and poison in place, whatever stream the scan uses
   scan(d_in.data(), d_out.data());
   CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(AllEqual(reference_scan(in, kind, segment), d_out.to_host(), seed))
+  // A second copy of the input, and the reference from it, made only after the scan under test has
+  // finished: no stray write of that scan can reach them.
+  const DeviceBuffer<int> d_original = make_input(n, seed);
+  EXPECT_TRUE(DeviceEqual(reference_scan(d_original, kind, segment), d_out, seed))
       << (kind == Kind::kInclusive ? "inclusive" : "exclusive") << " scan of n = " << n
       << (segment < n ? " in independent tiles of " + std::to_string(segment) : std::string());
-  EXPECT_TRUE(AllEqual(in, d_in.to_host(), seed)) << "the scan must not modify its input";
+  EXPECT_TRUE(DeviceEqual(d_original, d_in, seed)) << "the scan must not modify its input";
 }
 
 // Scratch for the whole-array scans, poisoned: the functions may not rely on its contents.
@@ -184,18 +223,18 @@ std::string size_label(std::size_t n) {
   return "N = " + std::to_string(n) + " int32";
 }
 
-// Buffers for the whole-array perf tests, and a check of any one scan function on them.
+// Buffers for the whole-array perf tests, and a check of any one scan function on them. The input,
+// the reference and the check all stay on the GPU: at 2^28 ints the host versions took seconds.
 struct PerfSetup {
   std::size_t n;
-  std::vector<int> expected;  // exclusive scan of the input
   DeviceBuffer<int> d_in, d_out;
+  DeviceBuffer<int> d_expected;  // exclusive scan of the input
   DeviceBuffer<unsigned char> d_temp, d_temp_decoupled, d_temp_cub;
   std::size_t cub_bytes = 0;
 
   explicit PerfSetup(std::size_t count) : n(count) {
-    const std::vector<int> in = make_input(n, kSeed + 11);
-    expected = reference_scan(in, Kind::kExclusive, n);
-    d_in = DeviceBuffer<int>(in);
+    d_in = make_input(n, kSeed + 11);
+    d_expected = reference_scan(d_in, Kind::kExclusive, n);
     d_out = DeviceBuffer<int>(n);
     d_temp = make_scratch(scan_temp_bytes(n));
     d_temp_decoupled = make_scratch(scan_decoupled_temp_bytes(n));
@@ -204,9 +243,10 @@ struct PerfSetup {
   }
   bool correct(const std::function<void()>& scan) {
     cudalab::poison(d_out);
+    CUDA_CHECK(cudaDeviceSynchronize());
     scan();
     CUDA_CHECK(cudaDeviceSynchronize());
-    return static_cast<bool>(AllEqual(expected, d_out.to_host(), kSeed + 11));
+    return thrust::equal(thrust::device, d_out.data(), d_out.data() + n, d_expected.data());
   }
   void propagate() { exclusive_scan(d_in.data(), d_out.data(), n, d_temp.data()); }
   void decoupled() { exclusive_scan_decoupled(d_in.data(), d_out.data(), n, d_temp_decoupled.data()); }
@@ -260,25 +300,27 @@ class ScanBlockPerf : public cudalab::GpuTest {};
 TEST_F(ScanBlockPerf, BlockScans) {
   CUDALAB_SKIP_PERF_IN_SMALL_MODE();
   const std::size_t n = std::size_t{1} << 24;
-  const std::vector<int> in = make_input(n, kSeed + 12);
-  const std::vector<int> inclusive = reference_scan(in, Kind::kInclusive, kBlockScanTile);
-  const std::vector<int> exclusive = reference_scan(in, Kind::kExclusive, kBlockScanTile);
-  DeviceBuffer<int> d_in(in), d_out(n);
-  auto correct = [&](const std::vector<int>& expected, const std::function<void()>& scan) {
+  // Input, references and checks on the GPU, as in PerfSetup.
+  const DeviceBuffer<int> d_in = make_input(n, kSeed + 12);
+  const DeviceBuffer<int> d_inclusive = reference_scan(d_in, Kind::kInclusive, kBlockScanTile);
+  const DeviceBuffer<int> d_exclusive = reference_scan(d_in, Kind::kExclusive, kBlockScanTile);
+  DeviceBuffer<int> d_out(n);
+  auto correct = [&](const DeviceBuffer<int>& d_expected, const std::function<void()>& scan) {
     cudalab::poison(d_out);
+    CUDA_CHECK(cudaDeviceSynchronize());
     scan();
     CUDA_CHECK(cudaDeviceSynchronize());
-    return static_cast<bool>(AllEqual(expected, d_out.to_host(), kSeed + 12));
+    return thrust::equal(thrust::device, d_out.data(), d_out.data() + n, d_expected.data());
   };
   auto shuffle = [&] { block_scan_warp_shuffle(d_in.data(), d_out.data(), n); };
   auto hillis_steele = [&] { block_scan_hillis_steele(d_in.data(), d_out.data(), n); };
   auto blelloch = [&] { block_scan_blelloch(d_in.data(), d_out.data(), n); };
-  if (!correct(inclusive, shuffle)) CUDALAB_SKIP("block_scan_warp_shuffle is incorrect: not timed");
+  if (!correct(d_inclusive, shuffle)) CUDALAB_SKIP("block_scan_warp_shuffle is incorrect: not timed");
 
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * n), "N = 2^24 int32, tiles of 1024");
   suite.add("impl", shuffle);
-  if (correct(inclusive, hillis_steele)) suite.add("hillis_steele", hillis_steele);
-  if (correct(exclusive, blelloch)) suite.add("blelloch", blelloch);
+  if (correct(d_inclusive, hillis_steele)) suite.add("hillis_steele", hillis_steele);
+  if (correct(d_exclusive, blelloch)) suite.add("blelloch", blelloch);
   suite.floor_ms(cudalab::bench::copy_floor_ms(8.0 * n));
   suite.run();
   suite.record();

@@ -3,12 +3,15 @@
 
 #include <cub/device/device_histogram.cuh>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include <cudalab/check.cuh>
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
+#include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/random.hpp>
 
@@ -46,26 +50,51 @@ const char* dist_name(Dist d) {
   return "?";
 }
 
+// Runs fill(begin, end) over [0, n) on up to 16 threads, each piece starting at a multiple of `align`.
+// The generators below draw a fixed number of values per element (or per `align` elements), so a piece
+// starts its generator at its own place in the seed's stream (Rng::at) and the input is the same as one
+// generator drawn in order would make, however it is split. On one thread, the 2^24-byte skewed input
+// or 2^24 characters of mixed text took a good part of a second.
+void parallel_fill(std::size_t n, std::size_t align, const std::function<void(std::size_t, std::size_t)>& fill) {
+  constexpr std::size_t kPiece = std::size_t{1} << 20;  // below this, threads cost more than they save
+  const std::size_t threads =
+      std::min<std::size_t>({n / kPiece, std::max(1u, std::thread::hardware_concurrency()), 16});
+  if (threads <= 1) {
+    fill(0, n);
+    return;
+  }
+  auto piece_begin = [&](std::size_t t) { return t == threads ? n : n * t / threads / align * align; };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(fill, piece_begin(t), piece_begin(t + 1));
+  for (auto& th : pool) th.join();
+}
+
 std::vector<unsigned char> generate_bytes(Dist d, std::size_t n, std::uint64_t seed) {
   std::vector<unsigned char> v(n);
-  cudalab::Rng rng(seed);
   switch (d) {
-    case Dist::kUniform:
-      for (std::size_t i = 0; i < n; i += 8) {
-        std::uint64_t r = rng.next();
-        for (std::size_t k = i; k < std::min(n, i + 8); ++k, r >>= 8) v[k] = static_cast<unsigned char>(r);
-      }
+    case Dist::kUniform:  // one draw per 8 bytes
+      parallel_fill(n, 8, [&](std::size_t begin, std::size_t end) {
+        cudalab::Rng rng = cudalab::Rng::at(seed, begin / 8);
+        for (std::size_t i = begin; i < end; i += 8) {
+          std::uint64_t r = rng.next();
+          for (std::size_t k = i; k < std::min(end, i + 8); ++k, r >>= 8) v[k] = static_cast<unsigned char>(r);
+        }
+      });
       break;
     case Dist::kHot:
       std::fill(v.begin(), v.end(), kHotValue);
       break;
-    case Dist::kSkewed:
-      for (auto& x : v) {
-        const double g = std::floor(-std::log(1.0 - rng.uniform()) * 12.0);
-        x = static_cast<unsigned char>(static_cast<unsigned>(std::min(g, 255.0)) ^ 0x2Cu);  // peak at bin 0x2C
-      }
+    case Dist::kSkewed:  // one draw per byte
+      parallel_fill(n, 1, [&](std::size_t begin, std::size_t end) {
+        cudalab::Rng rng = cudalab::Rng::at(seed, begin);
+        for (std::size_t i = begin; i < end; ++i) {
+          const double g = std::floor(-std::log(1.0 - rng.uniform()) * 12.0);
+          v[i] = static_cast<unsigned char>(static_cast<unsigned>(std::min(g, 255.0)) ^ 0x2Cu);  // peak at bin 0x2C
+        }
+      });
       break;
-    case Dist::kRuns:
+    case Dist::kRuns: {  // two draws per run, whatever its length: in order, on one thread (it is quick)
+      cudalab::Rng rng(seed);
       for (std::size_t i = 0; i < n;) {
         const auto value = static_cast<unsigned char>(rng.next());
         const std::size_t len = 1 + rng.next() % 64;
@@ -73,23 +102,34 @@ std::vector<unsigned char> generate_bytes(Dist d, std::size_t n, std::uint64_t s
         i += len;
       }
       break;
+    }
   }
   return v;
-}
-
-// Inputs are generated once per (distribution, size) and reused by every function's test.
-const std::vector<unsigned char>& bytes_for(Dist d, std::size_t n) {
-  static std::map<std::pair<int, std::size_t>, std::vector<unsigned char>> cache;
-  auto key = std::make_pair(static_cast<int>(d), n);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, generate_bytes(d, n, kSeed + n)).first;
-  return it->second;
 }
 
 std::vector<unsigned int> cpu_histogram(const std::vector<unsigned char>& in) {
   std::vector<unsigned int> bins(kNumBins, 0);
   for (unsigned char b : in) ++bins[b];
   return bins;
+}
+
+// An input and its histogram, made once per (distribution, size) and reused by every function's test
+// (the histogram is a serial pass over up to 2^24 bytes: once, not four times).
+struct ByteInput {
+  std::vector<unsigned char> bytes;
+  std::vector<unsigned int> expected;
+};
+
+const ByteInput& input_for(Dist d, std::size_t n) {
+  static std::map<std::pair<int, std::size_t>, ByteInput> cache;
+  auto key = std::make_pair(static_cast<int>(d), n);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    ByteInput in{generate_bytes(d, n, kSeed + n), {}};
+    in.expected = cpu_histogram(in.bytes);
+    it = cache.emplace(key, std::move(in)).first;
+  }
+  return it->second;
 }
 
 using HistogramFn = void (*)(const unsigned char*, std::size_t, unsigned int*);
@@ -135,8 +175,8 @@ class HistogramCorrectness : public cudalab::GpuTestWithParam<Case> {
   void check(HistogramFn fn, const char* name) {
     const Case c = GetParam();
     CUDALAB_SKIP_IF_LARGE(c.n);
-    const auto& in = bytes_for(c.dist, c.n);
-    EXPECT_TRUE(AllEqual(cpu_histogram(in), run_histogram(fn, in), kSeed + c.n))
+    const ByteInput& in = input_for(c.dist, c.n);
+    EXPECT_TRUE(AllEqual(in.expected, run_histogram(fn, in.bytes), kSeed + c.n))
         << name << " on " << dist_name(c.dist) << " bytes, n = " << c.n
         << " (index = bin; 2779096485 = 0xA5A5A5A5 means the bin was never zeroed)";
   }
@@ -164,25 +204,30 @@ struct TextCase {
 
 void PrintTo(const TextCase& c, std::ostream* os) { *os << "text kind " << static_cast<int>(c.text) << ", n = " << c.n; }
 
+// Character i is made from draws 2i + 1 and 2i + 2 (mixed), draw i + 1 (edges) or none (shout):
+// a fixed count per character, so the text can be made in pieces (parallel_fill) and stays the same.
 std::vector<char> generate_text(Text t, std::size_t n, std::uint64_t seed) {
   static const char kPunct[] = " ,.;:!?'\"-()\n";
   static const unsigned char kEdges[] = {'@', 'A', 'Z', '[', '`', 'a', 'z', '{', 0xC1, 0xE1, 0xDA, 0xFA, 0x80, 0xFF};
-  cudalab::Rng rng(seed);
+  const std::uint64_t draws_per_char = t == Text::kMixed ? 2 : t == Text::kEdges ? 1 : 0;
   std::vector<char> v(n);
-  for (auto& c : v) {
-    unsigned char x = 'Q';
-    if (t == Text::kEdges) {
-      x = kEdges[rng.next() % sizeof kEdges];
-    } else if (t == Text::kMixed) {
-      const auto r = rng.next() % 100;
-      if (r < 45) x = static_cast<unsigned char>('a' + rng.next() % 26);
-      else if (r < 65) x = static_cast<unsigned char>('A' + rng.next() % 26);
-      else if (r < 72) x = static_cast<unsigned char>('0' + rng.next() % 10);
-      else if (r < 85) x = static_cast<unsigned char>(kPunct[rng.next() % (sizeof kPunct - 1)]);
-      else x = static_cast<unsigned char>(128 + rng.next() % 128);
+  parallel_fill(n, 1, [&](std::size_t begin, std::size_t end) {
+    cudalab::Rng rng = cudalab::Rng::at(seed, draws_per_char * begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      unsigned char x = 'Q';
+      if (t == Text::kEdges) {
+        x = kEdges[rng.next() % sizeof kEdges];
+      } else if (t == Text::kMixed) {  // every branch draws exactly once more
+        const auto r = rng.next() % 100;
+        if (r < 45) x = static_cast<unsigned char>('a' + rng.next() % 26);
+        else if (r < 65) x = static_cast<unsigned char>('A' + rng.next() % 26);
+        else if (r < 72) x = static_cast<unsigned char>('0' + rng.next() % 10);
+        else if (r < 85) x = static_cast<unsigned char>(kPunct[rng.next() % (sizeof kPunct - 1)]);
+        else x = static_cast<unsigned char>(128 + rng.next() % 128);
+      }
+      v[i] = static_cast<char>(x);
     }
-    c = static_cast<char>(x);
-  }
+  });
   return v;
 }
 
@@ -234,11 +279,33 @@ INSTANTIATE_TEST_SUITE_P(, HistogramTextCorrectness, ::testing::ValuesIn(text_ca
 
 // GB/s of input bytes read (N / t). Every student step beside cub::DeviceHistogram::HistogramEven
 // (256 bins: 257 levels from 0 to 256), on the same buffer; the floor is N bytes at copy speed.
+// The input is made on the GPU and the expected bins come from CUB: at 2^28 bytes, making the input
+// and counting it on the host took over a second, and neither is what is measured.
 void time_histograms(Dist d, std::size_t n) {
-  const auto in = d == Dist::kHot ? std::vector<unsigned char>(n, kHotValue) : generate_bytes(d, n, kSeed + 11);
-  const auto expected = cpu_histogram(in);
-  DeviceBuffer<unsigned char> d_in(in);
+  DeviceBuffer<unsigned char> d_in(n);
+  if (d == Dist::kHot) {
+    CUDA_CHECK(cudaMemset(d_in.data(), kHotValue, n));
+  } else {
+    cudalab::random_fill<unsigned char>(d_in.data(), n, kSeed + 11, 0, 255);  // every byte equally likely
+  }
   DeviceBuffer<unsigned int> d_bins(kNumBins);
+
+  std::size_t temp_bytes = 0;
+  const int samples = static_cast<int>(n);
+  CUDA_CHECK(cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, d_in.data(), d_bins.data(), kNumBins + 1, 0,
+                                                 kNumBins, samples));
+  DeviceBuffer<unsigned char> d_temp(std::max<std::size_t>(temp_bytes, 1));
+  auto cub_histogram = [&] {
+    std::size_t bytes = temp_bytes;
+    CUDA_CHECK(cub::DeviceHistogram::HistogramEven(d_temp.data(), bytes, d_in.data(), d_bins.data(), kNumBins + 1, 0,
+                                                   kNumBins, samples));
+  };
+
+  cub_histogram();
+  const std::vector<unsigned int> expected = d_bins.to_host();
+  const std::uint64_t counted = std::accumulate(expected.begin(), expected.end(), std::uint64_t{0});
+  ASSERT_EQ(counted, n) << "cub::DeviceHistogram did not count every byte: the test's reference is wrong";
+  if (d == Dist::kHot) ASSERT_EQ(expected[kHotValue], n) << "cub::DeviceHistogram miscounted the hot bin";
 
   auto correct = [&](HistogramFn fn) {
     cudalab::poison(d_bins);
@@ -248,21 +315,18 @@ void time_histograms(Dist d, std::size_t n) {
   };
   if (!correct(histogram_fast)) CUDALAB_SKIP("histogram_fast is incorrect at this size: not timed");
 
-  std::size_t temp_bytes = 0;
-  const int samples = static_cast<int>(n);
-  CUDA_CHECK(cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, d_in.data(), d_bins.data(), kNumBins + 1, 0,
-                                                 kNumBins, samples));
-  DeviceBuffer<unsigned char> d_temp(std::max<std::size_t>(temp_bytes, 1));
-
+  // Every round times every variant, `global` too, which on the hot bin sends all N atomicAdds to one
+  // address. The rounds rarely get every variant under 1 % noise (at 2^24 the fast ones take
+  // microseconds), so the suites used to run to the 4 s cap or 200 rounds: 2.6 s for the hot bin at
+  // 2^24. A second of rounds, never fewer than 10, settles the medians.
+  cudalab::bench::Options options;
+  options.max_seconds = 1.0;
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(static_cast<double>(n)),
                               "N = 2^" + std::to_string(static_cast<int>(std::log2(static_cast<double>(n)))) + ", " +
-                                  (d == Dist::kHot ? "hot bin" : "uniform") + " bytes");
+                                  (d == Dist::kHot ? "hot bin" : "uniform") + " bytes",
+                              options);
   suite.add("impl", [&] { histogram_fast(d_in.data(), n, d_bins.data()); });
-  suite.add("cub", [&] {
-    std::size_t bytes = temp_bytes;
-    CUDA_CHECK(cub::DeviceHistogram::HistogramEven(d_temp.data(), bytes, d_in.data(), d_bins.data(), kNumBins + 1, 0,
-                                                   kNumBins, samples));
-  });
+  suite.add("cub", cub_histogram);
   // The earlier steps, where they are correct, so the chart shows what each one bought.
   if (correct(histogram_coarsened)) suite.add("coarsened", [&] { histogram_coarsened(d_in.data(), n, d_bins.data()); });
   if (correct(histogram_shared)) suite.add("shared", [&] { histogram_shared(d_in.data(), n, d_bins.data()); });
