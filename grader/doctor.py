@@ -129,26 +129,24 @@ def check_gpu(gpu: GpuProbe) -> Check:
     return Check("GPU", True, f"{gpu.name}{cc}")
 
 
+def _optional_tool(name: str, path: str | None, missing: str, fix: str) -> Check:
+    return Check(name, True, path) if path else Check(name, False, missing, fix, required=False)
+
+
 def check_sanitizer() -> Check:
     from .sanitizer import find_sanitizer
 
-    path = find_sanitizer()
-    if path is None:
-        return Check("compute-sanitizer", False,
-                     "not found: the sanitizer stage (race and memory checks) is reported as not run",
-                     "it comes with the CUDA toolkit (apt install cuda-sanitizer-13-0)", required=False)
-    return Check("compute-sanitizer", True, path)
+    return _optional_tool("compute-sanitizer", find_sanitizer(),
+                          "not found: the sanitizer stage (race and memory checks) is reported as not run",
+                          "it comes with the CUDA toolkit (apt install cuda-sanitizer-13-0)")
 
 
 def check_bwrap() -> Check:
     from .sandbox import find_bwrap
 
-    path = find_bwrap()
-    if path is None:
-        return Check("bubblewrap (bwrap)", False,
-                     "not found: submissions' test binaries run without a sandbox (fine for your own code)",
-                     "apt install bubblewrap, on machines that grade other people's submissions", required=False)
-    return Check("bubblewrap (bwrap)", True, path)
+    return _optional_tool("bubblewrap (bwrap)", find_bwrap(),
+                          "not found: submissions' test binaries run without a sandbox (fine for your own code)",
+                          "apt install bubblewrap, on machines that grade other people's submissions")
 
 
 def check_python() -> list[Check]:
