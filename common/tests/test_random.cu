@@ -1,10 +1,12 @@
-// Self-tests of the shared test-data helpers: the labs' inputs are only as trustworthy as these.
+// Self-tests of the shared test-data and comparison helpers: the labs' inputs are only as trustworthy as these.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <cudalab/device_buffer.cuh>
+#include <cudalab/device_compare.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/random.hpp>
@@ -16,13 +18,7 @@ template <class T>
 std::vector<T> sequential(std::size_t n, std::uint64_t seed, T lo, T hi) {
   cudalab::Rng rng(seed);
   std::vector<T> v(n);
-  for (auto& x : v) {
-    if constexpr (std::is_floating_point_v<T>) {
-      x = static_cast<T>(rng.uniform(static_cast<double>(lo), static_cast<double>(hi)));
-    } else {
-      x = static_cast<T>(rng.integer(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
-    }
-  }
+  for (auto& x : v) x = cudalab::draw(rng, lo, hi);
   return v;
 }
 
@@ -63,6 +59,26 @@ TEST_F(RandomFill, MatchesRandomVector) {
     EXPECT_EQ(cudalab::random_vector<int>(n, 22, -1000, 1000), d_i.to_host()) << n;
     EXPECT_EQ(cudalab::random_vector<double>(n, 23, -1.0, 1.0), d_d.to_host()) << n;
   }
+}
+
+class DeviceAllEqual : public cudalab::GpuTest {};
+
+TEST_F(DeviceAllEqual, PassesEqualAndNamesTheFirstDifference) {
+  const std::size_t n = 100000;
+  cudalab::DeviceBuffer<int> d_a(n), d_b(n);
+  cudalab::random_fill(d_a.data(), n, 31, 1, 1000);
+  cudalab::random_fill(d_b.data(), n, 31, 1, 1000);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(cudalab::DeviceAllEqual(d_a, d_b, 31));
+  EXPECT_TRUE(cudalab::DeviceAllEqual(cudalab::DeviceBuffer<int>(), cudalab::DeviceBuffer<int>(), 31));
+
+  const int wrong = -5;
+  CUDA_CHECK(cudaMemcpy(d_b.data() + 777, &wrong, sizeof(int), cudaMemcpyHostToDevice));
+  const auto r = cudalab::DeviceAllEqual(d_a, d_b, 31);
+  ASSERT_FALSE(r);
+  EXPECT_NE(std::string(r.message()).find("1 of 100000 elements differ (seed 31"), std::string::npos) << r.message();
+  EXPECT_NE(std::string(r.message()).find("[777]"), std::string::npos) << r.message();
+  EXPECT_FALSE(cudalab::DeviceAllEqual(d_a, cudalab::DeviceBuffer<int>(n - 1), 31)) << "sizes differ";
 }
 
 }  // namespace

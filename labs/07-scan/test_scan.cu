@@ -18,6 +18,7 @@
 #include <cudalab/check.cuh>
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
+#include <cudalab/device_compare.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/random.hpp>
@@ -74,17 +75,6 @@ DeviceBuffer<int> reference_scan(const DeviceBuffer<int>& d_in, Kind kind, std::
   return d_expected;
 }
 
-// Compares on the GPU. Only when they differ are both copied back, so that AllEqual can name the
-// first wrong indices and the seed (copying 1 GiB back and comparing it on the host takes seconds).
-::testing::AssertionResult DeviceEqual(const DeviceBuffer<int>& d_expected, const DeviceBuffer<int>& d_actual,
-                                       std::uint64_t seed) {
-  if (d_expected.size() == d_actual.size() &&
-      thrust::equal(thrust::device, d_expected.data(), d_expected.data() + d_expected.size(), d_actual.data())) {
-    return ::testing::AssertionSuccess();
-  }
-  return AllEqual(d_expected.to_host(), d_actual.to_host(), seed);
-}
-
 // Runs scan(d_in, d_out) once on fresh buffers with a poisoned output, then checks the output and
 // that the input is unchanged. Random data differs from tile to tile, so a race between threads
 // (a missing __syncthreads) changes some result in practically every one of the many tiles.
@@ -98,10 +88,10 @@ void expect_scan(std::size_t n, std::uint64_t seed, Kind kind, std::size_t segme
   // A second copy of the input, and the reference from it, made only after the scan under test has
   // finished: no stray write of that scan can reach them.
   const DeviceBuffer<int> d_original = make_input(n, seed);
-  EXPECT_TRUE(DeviceEqual(reference_scan(d_original, kind, segment), d_out, seed))
+  EXPECT_TRUE(cudalab::DeviceAllEqual(reference_scan(d_original, kind, segment), d_out, seed))
       << (kind == Kind::kInclusive ? "inclusive" : "exclusive") << " scan of n = " << n
       << (segment < n ? " in independent tiles of " + std::to_string(segment) : std::string());
-  EXPECT_TRUE(DeviceEqual(d_original, d_in, seed)) << "the scan must not modify its input";
+  EXPECT_TRUE(cudalab::DeviceAllEqual(d_original, d_in, seed)) << "the scan must not modify its input";
 }
 
 // Scratch for the whole-array scans, poisoned: the functions may not rely on its contents.

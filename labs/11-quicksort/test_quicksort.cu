@@ -24,6 +24,7 @@
 #include <cudalab/check.cuh>
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
+#include <cudalab/device_compare.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/random.hpp>
@@ -106,18 +107,6 @@ unsigned key_at(const DeviceBuffer<unsigned>& d_keys, std::size_t i) {
   return key;
 }
 
-// Exact comparison on the device. Only arrays that differ are copied to the host, where AllEqual
-// names how many keys differ, the first of them and the seed. The caller synchronizes first.
-::testing::AssertionResult DeviceEqual(const DeviceBuffer<unsigned>& d_expected, const DeviceBuffer<unsigned>& d_actual,
-                                       std::uint64_t seed) {
-  const std::size_t n = d_expected.size();
-  if (n == d_actual.size() &&
-      (n == 0 || thrust::equal(thrust::device, d_expected.data(), d_expected.data() + n, d_actual.data()))) {
-    return ::testing::AssertionSuccess();
-  }
-  return AllEqual(d_expected.to_host(), d_actual.to_host(), seed);
-}
-
 // --- Task 1: block sort ----------------------------------------------------------------------------
 
 // Around warp and block-size boundaries and up to kBlockSortMax (8192), including non-powers of two,
@@ -134,7 +123,7 @@ class BlockSortCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
     cudalab::poison(d_out);
     block_sort(d_in.data(), d_out.data(), static_cast<int>(n));
     CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_TRUE(DeviceEqual(d_expected, d_out, seed)) << "block_sort of n = " << n;
+    EXPECT_TRUE(cudalab::DeviceAllEqual(d_expected, d_out, seed)) << "block_sort of n = " << n;
   }
 };
 
@@ -177,11 +166,11 @@ DeviceBuffer<unsigned> sorted_side(const DeviceBuffer<unsigned>& d_keys, Side si
   }
   const auto d_front = sorted_copy(d_out.data(), d_less.size());
   const auto d_back = sorted_copy(d_out.data() + (n - d_greater.size()), d_greater.size());
-  if (auto r = DeviceEqual(d_less, d_front, seed); !r) {
+  if (auto r = cudalab::DeviceAllEqual(d_less, d_front, seed); !r) {
     return ::testing::AssertionFailure() << "d_out[0, less) is not exactly the keys < pivot (shown sorted):\n"
                                          << r.message();
   }
-  if (auto r = DeviceEqual(d_greater, d_back, seed); !r) {
+  if (auto r = cudalab::DeviceAllEqual(d_greater, d_back, seed); !r) {
     return ::testing::AssertionFailure() << "d_out[n - greater, n) is not exactly the keys > pivot (shown sorted):\n"
                                          << r.message();
   }
@@ -246,7 +235,7 @@ DeviceBuffer<unsigned> run_quicksort(const DeviceBuffer<unsigned>& d_keys, std::
   cudalab::poison(d_out);
   quicksort(d_in.data(), d_out.data(), static_cast<int>(n), options);
   CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(DeviceEqual(d_keys, d_in, seed)) << "quicksort changed its input, which is read-only";
+  EXPECT_TRUE(cudalab::DeviceAllEqual(d_keys, d_in, seed)) << "quicksort changed its input, which is read-only";
   return d_out;
 }
 
@@ -260,7 +249,7 @@ class QuicksortCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
     CUDALAB_SKIP_IF_LARGE(n);
     const auto d_keys = make_keys(n, pattern, seed);
     const auto d_out = run_quicksort(d_keys, seed);
-    EXPECT_TRUE(DeviceEqual(sorted_copy(d_keys.data(), n), d_out, seed)) << "quicksort of n = " << n;
+    EXPECT_TRUE(cudalab::DeviceAllEqual(sorted_copy(d_keys.data(), n), d_out, seed)) << "quicksort of n = " << n;
   }
 };
 
@@ -300,7 +289,7 @@ class QuicksortDepthCorrectness : public cudalab::GpuTestWithParam<int> {
     QuicksortOptions options;
     options.max_depth = GetParam();
     const auto d_out = run_quicksort(d_keys, seed, options);
-    EXPECT_TRUE(DeviceEqual(sorted_copy(d_keys.data(), n), d_out, seed))
+    EXPECT_TRUE(cudalab::DeviceAllEqual(sorted_copy(d_keys.data(), n), d_out, seed))
         << "quicksort of n = " << n << " with max_depth = " << options.max_depth;
   }
 };
@@ -352,7 +341,7 @@ TEST_P(QuicksortLimitsCorrectness, FromDefaultPendingLimit) {
   CUDA_CHECK(cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, kDefaultPendingLaunches));
   const auto d_keys = make_keys(n, Pattern::kRandom, kSeed + 41);
   const auto d_out = run_quicksort(d_keys, kSeed + 41);
-  EXPECT_TRUE(DeviceEqual(sorted_copy(d_keys.data(), n), d_out, kSeed + 41)) << "quicksort of n = " << n;
+  EXPECT_TRUE(cudalab::DeviceAllEqual(sorted_copy(d_keys.data(), n), d_out, kSeed + 41)) << "quicksort of n = " << n;
 }
 INSTANTIATE_TEST_SUITE_P(, QuicksortLimitsCorrectness, ::testing::Values(std::size_t{1} << 26), cudalab::SizeName());
 
