@@ -32,7 +32,6 @@ import math
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__, gtest
-from .cmake import BUILD_TIMEOUT_S, Builder, CMakeBuilder
+from .cmake import Builder, CMakeBuilder
 from .environment import GpuProbe, choose_preset, now_iso, probe_gpu
 from .errors import Exit, GraderError
 from .health import PROBE_TARGET
@@ -556,30 +555,9 @@ class BatchGrader:
         built: dict[str, BuildResult] = {}
         if len(targets) > 1 and isinstance(builder, CMakeBuilder):
             progress.step(f"building {', '.join(targets)}")
-            cmd = [
-                "cmake",
-                "--build",
-                str(builder.build_dir),
-                "--target",
-                *targets,
-                "--parallel",
-                str(max(self.build_jobs, len(targets))),
-            ]
             start = time.monotonic()
-            try:
-                proc = subprocess.run(
-                    cmd,
-                    cwd=self.root,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    errors="replace",
-                    timeout=BUILD_TIMEOUT_S,
-                    check=False,
-                )
-                ok, output = proc.returncode == 0, proc.stdout
-            except subprocess.TimeoutExpired:
-                ok, output = False, ""
+            code, output = builder.run_build(*targets, jobs=max(self.build_jobs, len(targets)))
+            ok = code == 0
             if ok:
                 seconds = time.monotonic() - start
                 log = truncate(output, builder.log_limit)

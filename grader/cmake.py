@@ -122,11 +122,30 @@ class CMakeBuilder:
             cmd.append(f"-DCUDALAB_LABS={';'.join(labs)}")
         return cmd
 
-    def build_command(self, target: str) -> list[str]:
-        cmd = ["cmake", "--build", str(self.build_dir), "--target", target]
-        if self.jobs:
-            cmd += ["--parallel", str(self.jobs)]
+    def build_command(self, *targets: str, jobs: int | None = None) -> list[str]:
+        cmd = ["cmake", "--build", str(self.build_dir), "--target", *targets]
+        if jobs or self.jobs:
+            cmd += ["--parallel", str(jobs or self.jobs)]
         return cmd
+
+    def run_build(self, *targets: str, jobs: int | None = None) -> tuple[int, str]:
+        """`cmake --build` of these targets: (exit code, output); -1 and a note when it times out."""
+        try:
+            proc = subprocess.run(
+                self.build_command(*targets, jobs=jobs),
+                cwd=self.root,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                timeout=BUILD_TIMEOUT_S,
+                check=False,
+            )
+            return proc.returncode, proc.stdout
+        except subprocess.TimeoutExpired as err:
+            out = err.stdout or ""
+            output = out.decode(errors="replace") if isinstance(out, bytes) else out
+            return -1, output + f"\nthe build did not finish in {BUILD_TIMEOUT_S:g} s"
 
     def configure(self, labs: list[str]) -> None:
         """Configure build/<preset> for these labs (directory names), so a lab with a broken CMakeLists.txt
@@ -166,22 +185,7 @@ class CMakeBuilder:
 
     def build(self, target: str) -> BuildResult:
         start = time.monotonic()
-        try:
-            proc = subprocess.run(
-                self.build_command(target),
-                cwd=self.root,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                timeout=BUILD_TIMEOUT_S,
-            )
-            output, code = proc.stdout, proc.returncode
-        except subprocess.TimeoutExpired as err:
-            out = err.stdout or ""
-            output = out.decode(errors="replace") if isinstance(out, bytes) else out
-            output += f"\nthe build did not finish in {BUILD_TIMEOUT_S:g} s"
-            code = -1
+        code, output = self.run_build(target)
         seconds = time.monotonic() - start
         if code == 0:
             return BuildResult(target=target, ok=True, seconds=seconds, log=truncate(output, self.log_limit))
