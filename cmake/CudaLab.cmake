@@ -5,12 +5,21 @@
 #   <topic>.cu         the student's file (taken from CUDALAB_SUBMISSION_DIR when it has one)
 #   test_<topic>.cu    GoogleTest checks, compiled once and linked into every binary below
 # and builds
-#   labNN_student            tests + the student's file
-#   labNN_solution           tests + solutions/NN-slug/<topic>.cu            (when it exists)
-#   labNN_hidden_student     solutions/NN-slug/test_hidden_<topic>.cu + the student's file (when it exists)
+#   labNN_student_object     the student's file, compiled alone (the grader checks this object)
+#   labNN_student_code       that object as a shared library that exports only the contract
+#   labNN_student            tests + labNN_student_code
+#   labNN_solution[_object|_code]  the same for solutions/NN-slug/<topic>.cu     (when it exists)
+#   labNN_hidden_student     solutions/NN-slug/test_hidden_<topic>.cu + labNN_student_code (when it exists)
 #   labNN_hidden_solution    the hidden tests against the reference
-# LIBS are linked into every binary (e.g. CUDA::cublas for a library baseline in the tests).
+# LIBS are linked into the test binaries only (e.g. CUDA::cublas for a library baseline in the tests):
+# the student's code links against the CUDA runtime and the C/C++ runtime, nothing else.
 # RDC turns on relocatable device code and links the device runtime (dynamic parallelism).
+#
+# Why a shared library: the student's code is linked with a version script that keeps every symbol
+# local except global-namespace C++ functions (the contract), and with -z defs. Whatever the file
+# defines (fwrite, operator new, a GoogleTest or CUDA runtime function, a template the tests also
+# instantiate) can then only ever be called by the file itself: the linker, not a pattern, keeps it
+# from replacing anything in the tests, GoogleTest, the CUDA runtime or libc.
 function(cudalab_add_lab topic)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "RDC" "" "LIBS")
   get_filename_component(lab_dir "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
@@ -29,19 +38,21 @@ function(cudalab_add_lab topic)
   set(hidden_test_src "${solution_dir}/test_hidden_${topic}.cu")
 
   # With RDC, CMake links the device runtime (cudadevrt) itself for separable compilation.
-  set(libs cudalab::common GTest::gtest CUDA::cudart ${ARG_LIBS})
+  set(test_libs cudalab::common GTest::gtest CUDA::cudart ${ARG_LIBS})
 
   # The test translation unit compiles once and links into both binaries.
-  _cudalab_object_library(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${libs}" ${ARG_RDC})
-  _cudalab_test_binary(${lab}_student ${lab}_tests "${student_src}" "${libs}" ${ARG_RDC})
+  _cudalab_object_library(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${test_libs}" ${ARG_RDC})
+  _cudalab_student_code(${lab}_student "${student_src}" ${ARG_RDC})
+  _cudalab_test_binary(${lab}_student ${lab}_tests ${lab}_student_code "${test_libs}" ${ARG_RDC})
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${solution_src}")
-    _cudalab_test_binary(${lab}_solution ${lab}_tests "${solution_src}" "${libs}" ${ARG_RDC})
+    _cudalab_student_code(${lab}_solution "${solution_src}" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_solution ${lab}_tests ${lab}_solution_code "${test_libs}" ${ARG_RDC})
   endif()
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${hidden_test_src}")
-    _cudalab_object_library(${lab}_hidden_tests "${hidden_test_src}" "${libs}" ${ARG_RDC})
-    _cudalab_test_binary(${lab}_hidden_student ${lab}_hidden_tests "${student_src}" "${libs}" ${ARG_RDC})
+    _cudalab_object_library(${lab}_hidden_tests "${hidden_test_src}" "${test_libs}" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_hidden_student ${lab}_hidden_tests ${lab}_student_code "${test_libs}" ${ARG_RDC})
     if(EXISTS "${solution_src}")
-      _cudalab_test_binary(${lab}_hidden_solution ${lab}_hidden_tests "${solution_src}" "${libs}" ${ARG_RDC})
+      _cudalab_test_binary(${lab}_hidden_solution ${lab}_hidden_tests ${lab}_solution_code "${test_libs}" ${ARG_RDC})
     endif()
   endif()
 endfunction()
@@ -53,12 +64,44 @@ function(_cudalab_object_library name source libs rdc)
   _cudalab_device_code(${name} ${rdc})
 endfunction()
 
-function(_cudalab_test_binary name objects source libs rdc)
-  add_executable(${name} "${source}")
+# <prefix>_object: the file compiled on its own; <prefix>_code: the shared library made of it.
+function(_cudalab_student_code prefix source rdc)
+  add_library(${prefix}_object OBJECT "${source}")
   # The student's file includes its contract header from the pristine lab directory only.
-  target_include_directories(${name} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
-  target_link_libraries(${name} PRIVATE ${objects} cudalab::gtest_main ${libs})
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
+  target_include_directories(${prefix}_object PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_link_libraries(${prefix}_object PRIVATE cudalab::common)
+  # nvcc keeps what it made on the way (<topic>.ptx for the technique checks) and the host compiler its
+  # assembly (<file>.s, where host inline assembly shows): the grader reads both beside the object.
+  set(keep_dir "${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/${prefix}_object.dir")
+  target_compile_options(${prefix}_object PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:--keep;--keep-dir=${keep_dir};-Xcompiler=-save-temps=obj>")
+  # CUB and Thrust annotate their calls for profilers with NVTX, whose header-only code finds its
+  # library with dlopen and getenv: off in a lab file, whose object may not use either.
+  target_compile_definitions(${prefix}_object PRIVATE CCCL_DISABLE_NVTX NVTX_DISABLE)
+  set_target_properties(${prefix}_object PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  _cudalab_device_code(${prefix}_object ${rdc})
+
+  add_library(${prefix}_code SHARED)
+  target_link_libraries(${prefix}_code PRIVATE ${prefix}_object CUDA::cudart)
+  target_link_options(${prefix}_code PRIVATE
+    "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/student-code.map"
+    "LINKER:-z,defs" "LINKER:-z,relro,-z,now")
+  set_target_properties(${prefix}_code PROPERTIES
+    LINKER_LANGUAGE CXX
+    LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
+  if(rdc)
+    # Kernels launched from device code live in this library: it is device-linked on its own.
+    set_target_properties(${prefix}_code PROPERTIES CUDA_SEPARABLE_COMPILATION ON CUDA_RESOLVE_DEVICE_SYMBOLS ON)
+  endif()
+endfunction()
+
+function(_cudalab_test_binary name objects code libs rdc)
+  add_executable(${name})
+  target_link_libraries(${name} PRIVATE ${objects} ${code} cudalab::gtest_main ${libs})
+  # Full RELRO: the GOT is read-only once the program starts, so no code in the process can redirect
+  # the calls the tests and the timers make.
+  target_link_options(${name} PRIVATE "LINKER:-z,relro,-z,now")
+  set_target_properties(${name} PROPERTIES LINKER_LANGUAGE CXX RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
   _cudalab_device_code(${name} ${rdc})
   # One label per binary, its target name (lab03_solution): GoogleTest's PRE_TEST discovery cannot
   # carry a list of labels, and ctest -L takes a regex, so `-L lab03` and `-L solution` both select it.

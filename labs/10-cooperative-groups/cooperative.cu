@@ -135,7 +135,7 @@ __device__ float grid_stride_sum(const float* __restrict__ in, std::size_t n) {
 
 // Given: the blocks of a cooperative launch for n values: all that fit on the GPU at once (`resident`,
 // from task 4), but no more than the data needs (about one float4 per thread).
-std::size_t coop_blocks(int resident, std::size_t n) {
+static std::size_t coop_blocks(int resident, std::size_t n) {
   const std::size_t needed = std::max<std::size_t>(1, cudalab::ceil_div<std::size_t>(n, 4 * kThreads));
   return std::min(static_cast<std::size_t>(std::max(resident, 0)), needed);
 }

@@ -145,7 +145,7 @@ struct ChunkDoneArgs {
 };
 
 // The function handed to cudaLaunchHostFunc: unpacks one chunk's arguments.
-void CUDART_CB chunk_done_trampoline(void* args) {
+static void CUDART_CB chunk_done_trampoline(void* args) {
   // TODO(student): call the user's on_done with this chunk's index and user pointer (about 2 lines).
   // BEGIN SOLUTION
   const auto* a = static_cast<const ChunkDoneArgs*>(args);
