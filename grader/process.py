@@ -1,14 +1,21 @@
 """Run one untrusted program: its own process group, a wall-clock limit that kills the whole group,
 bounded capture of stdout/stderr (a program that prints forever cannot exhaust memory or disk), and
 resource limits (no core dumps, bounded file size, CPU time and processes). An optional wrapper (the
-bubblewrap sandbox of grader/sandbox.py) is put in front of the command line."""
+bubblewrap sandbox of grader/sandbox.py) is put in front of the command line.
+
+With a Confinement, the program runs under the supervisor of grader/confine.py: its own PID namespace
+(or a subreaper), Landlock, a host-memory limit, and a deadline it enforces itself; the supervisor's
+status line says what it did. Channels are pipes the program writes to by path (/proc/self/fd/N):
+its report reaches the grader through one, never through a file it could rewrite."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -35,13 +42,14 @@ class Limits:
     cpu_s: int | None = None  # CPU seconds (all threads); None: derived from the wall-clock limit
     nproc: int | None = None  # processes + threads of the user; None: no limit
     open_files: int | None = 4096
+    address_space: int | None = None  # bytes of virtual memory (compilers only: CUDA programs reserve far more)
 
     def cpu_for(self, timeout_s: float) -> int:
         """The CPU limit for a run of timeout_s: a busy host thread plus CUDA's helpers, with room."""
         return self.cpu_s if self.cpu_s is not None else int(timeout_s * 2 + 30)
 
 
-NO_LIMITS = Limits(core_bytes=None, file_bytes=None, cpu_s=None, nproc=None, open_files=None)
+NO_LIMITS = Limits(core_bytes=None, file_bytes=None, cpu_s=None, nproc=None, open_files=None, address_space=None)
 
 
 def user_threads(uid: int | None = None) -> int:
@@ -94,8 +102,86 @@ def _preexec(limits: Limits, timeout_s: float):
         cap(resource.RLIMIT_CPU, cpu)
         cap(resource.RLIMIT_NPROC, limits.nproc)
         cap(resource.RLIMIT_NOFILE, limits.open_files)
+        cap(resource.RLIMIT_AS, limits.address_space)
 
     return apply
+
+
+CONFINE_SCRIPT = Path(__file__).with_name("confine.py")
+KILL_GRACE_S = 5.0  # after the supervisor's own deadline, before the grader kills the group itself
+CHANNEL_LIMIT_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How grader/confine.py supervises a run (see its docstring)."""
+
+    workdir: Path  # the one directory the program may write
+    memory_mib: float = 0.0  # host memory of the whole process tree (0: no limit)
+    executable: tuple[str, ...] = ()  # files and directories programs may be started from, besides the system's
+    landlock: bool = True
+    namespaces: bool = True
+    python: str = sys.executable
+
+    def command(self, timeout_s: float, status_fd: int) -> list[str]:
+        cmd = [self.python, "-I", "-S", str(CONFINE_SCRIPT), "--workdir", str(self.workdir), "--status-fd",
+               str(status_fd), "--timeout", f"{timeout_s:g}", "--memory-mib", f"{self.memory_mib:g}"]
+        for path in self.executable:
+            cmd += ["--exec", str(path)]
+        if not self.landlock:
+            cmd.append("--no-landlock")
+        if not self.namespaces:
+            cmd.append("--no-namespaces")
+        return cmd + ["--"]
+
+
+class Channel:
+    """A pipe the program writes by path (self.path, /proc/self/fd/N); after the run, self.data holds
+    what it wrote (at most `limit` bytes; self.overflow when it wrote more)."""
+
+    def __init__(self, limit: int = CHANNEL_LIMIT_BYTES) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        self.limit = limit
+        self.data = b""
+        self.overflow = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def path(self) -> str:
+        return f"/proc/self/fd/{self.write_fd}"
+
+    def _drain(self) -> None:
+        chunks, total = [], 0
+        try:
+            while chunk := os.read(self.read_fd, 65536):
+                if total < self.limit:
+                    chunks.append(chunk[: self.limit - total])
+                total += len(chunk)
+        except OSError:
+            pass
+        self.data = b"".join(chunks)
+        self.overflow = total > self.limit
+
+    def start(self) -> None:
+        os.close(self.write_fd)  # the program holds the only write end now: EOF when it is done
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def finish(self, timeout: float = 2.0) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._thread is None or not self._thread.is_alive():
+            try:
+                os.close(self.read_fd)
+            except OSError:
+                pass
+
+    def abandon(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 @dataclass
@@ -106,6 +192,12 @@ class ProcessResult:
     duration_s: float
     stdout: str
     stderr: str
+    confinement: dict | None = None  # the supervisor's status line, when confined
+    killed_for: str | None = None  # "timeout" or "memory": the supervisor stopped it
+
+    @property
+    def out_of_memory(self) -> bool:
+        return self.killed_for == "memory"
 
     @property
     def signal(self) -> int | None:
@@ -175,6 +267,18 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+def _stop(proc: subprocess.Popen[bytes], confined: bool) -> None:
+    """Take the run down: a confined run's supervisor first (it kills what escaped the group), then the group."""
+    if confined:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=KILL_GRACE_S)
+        except (subprocess.TimeoutExpired, ProcessLookupError):
+            pass
+    _kill_group(proc)
+    proc.wait()
+
+
 def run(
     argv: Sequence[str | Path],
     timeout_s: float,
@@ -182,47 +286,85 @@ def run(
     cwd: Path | None = None,
     limits: Limits | None = None,
     wrapper: Sequence[str] = (),
+    confine: Confinement | None = None,
+    channels: Sequence[Channel] = (),
 ) -> ProcessResult:
     """Run argv in a new session (its own process group); on timeout kill the whole group.
 
     limits: setrlimit() in the child (default: Limits(), no core dumps and bounded files and CPU).
-    wrapper: a command line put in front of argv (a sandbox); ProcessResult.argv is argv alone."""
+    wrapper: a command line put in front of argv (a sandbox); ProcessResult.argv is argv alone.
+    confine: run under grader/confine.py, which enforces timeout_s itself (the grader only steps in
+    KILL_GRACE_S later). channels: pipes the program may write by path; read while it runs."""
     args = [str(a) for a in argv]
     limits = Limits() if limits is None else limits
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [*wrapper, *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(env) if env is not None else None,
-        cwd=cwd,
-        start_new_session=True,
-        # setrlimit must run in the child; no thread of ours is running yet at this point.
-        preexec_fn=None if limits == NO_LIMITS else _preexec(limits, timeout_s),  # noqa: PLW1509
-    )
+    status_r = status_w = -1
+    prefix: list[str] = []
+    if confine is not None:
+        status_r, status_w = os.pipe()
+        prefix = confine.command(timeout_s, status_w)
+    pass_fds = tuple(c.write_fd for c in channels) + ((status_w,) if confine is not None else ())
+    try:
+        proc = subprocess.Popen(
+            [*wrapper, *prefix, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            pass_fds=pass_fds,
+            # setrlimit must run in the child, before exec; it only makes system calls.
+            preexec_fn=None if limits == NO_LIMITS else _preexec(limits, timeout_s),  # noqa: PLW1509
+        )
+    except BaseException:
+        for c in channels:
+            c.abandon()
+        if confine is not None:
+            os.close(status_r)
+            os.close(status_w)
+        raise
+    for c in channels:
+        c.start()
+    status = Channel(limit=64 << 10) if confine is not None else None
+    if status is not None:
+        status.read_fd, status.write_fd = status_r, status_w
+        status.start()
     assert proc.stdout is not None and proc.stderr is not None
     readers = [_BoundedReader(proc.stdout), _BoundedReader(proc.stderr)]
     for r in readers:
         r.start()
     timed_out = False
     try:
-        returncode: int | None = proc.wait(timeout=timeout_s)
+        returncode: int | None = proc.wait(timeout=timeout_s + (KILL_GRACE_S if confine is not None else 0))
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc)
-        proc.wait()
+        _stop(proc, confine is not None)
         returncode = None
     except BaseException:  # Ctrl-C: never leave the group running
-        _kill_group(proc)
-        proc.wait()
+        _stop(proc, confine is not None)
         raise
     # The group leader is gone; kill anything it left behind in its group, which may hold the pipes.
     _kill_group(proc)
     for r in readers:
         r.join(timeout=2.0)
+    for c in channels:
+        c.finish()
     duration = time.monotonic() - start
     for r, pipe in zip(readers, (proc.stdout, proc.stderr)):
         if not r.is_alive():  # a reader still blocked holds the pipe's lock: leave it to the daemon thread
             pipe.close()
-    return ProcessResult(args, returncode, timed_out, duration, readers[0].text(), readers[1].text())
+    confinement: dict | None = None
+    killed_for: str | None = "timeout" if timed_out else None
+    if status is not None:
+        status.finish()
+        try:
+            confinement = json.loads(status.data.decode(errors="replace").strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            confinement = None
+        if confinement and confinement.get("killed") in ("timeout", "memory"):
+            killed_for = confinement["killed"]
+            timed_out = killed_for == "timeout"
+            returncode = None if timed_out else returncode
+    return ProcessResult(args, returncode, timed_out, duration, readers[0].text(), readers[1].text(),
+                         confinement, killed_for)
