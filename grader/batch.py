@@ -43,16 +43,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__, gtest
+from . import __version__, runs
 from .cmake import Builder, CMakeBuilder
 from .environment import GpuProbe, choose_preset, now_iso, probe_gpu
 from .errors import Exit, GraderError
 from .health import PROBE_TARGET
-from .integrity import GuardOptions
 from .labs import Lab, LabError, discover, select
+from . import static_checks
 from .pipeline import PERF_FILTER, RunOptions, binary_sets, build_targets, run_labs
 from .progress import Progress
-from .results import BuildResult, PerfSeries, Results, ResultsError, Status
+from .context import COMPILE_MEMORY_MIB, COMPILE_TIMEOUT_S
+from .results import BuildResult, Category, PerfSeries, Results, ResultsError, Status
 from .sandbox import StagedSubmission, StagingError, stage_submission
 from .submission import archive_suffix, open_submission, submission_name
 from .text import truncate
@@ -212,9 +213,9 @@ class Prebuilt:
     def configure(self, labs: list[str]) -> None:
         return None
 
-    def build(self, target: str) -> BuildResult:
+    def build(self, target: str, **limits: Any) -> BuildResult:
         done = self.built.get(target)
-        return replace(done) if done is not None else self.inner.build(target)
+        return replace(done) if done is not None else self.inner.build(target, **limits)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -317,7 +318,7 @@ class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
     def _measure(self, target: str) -> dict[str, PerfSeries]:
         path = self.bin_dir / target
         self.progress.step(f"timing the reference {target} once for the whole batch")
-        run = gtest.run_binary(path, None, self.timeouts[target], label="solution", gtest_filter=PERF_FILTER)
+        run = runs.run_binary(path, None, self.timeouts[target], label="solution", gtest_filter=PERF_FILTER)
         series = {
             t.name: t.perf.impl
             for t in run.tests
@@ -362,6 +363,8 @@ class BatchGrader:
         max_seconds: float | None = None,
         sanitizer_tools: list[str] | None = None,
         sandbox: bool = True,
+        confine: bool = True,
+        host_memory_mib: float | None = None,
         main_builder: Builder | None = None,
         slot_builder: SlotBuilderFactory | None = None,
         progress: Progress | None = None,
@@ -379,6 +382,8 @@ class BatchGrader:
         self.max_seconds = max_seconds
         self.sanitizer_tools = sanitizer_tools
         self.sandbox = sandbox
+        self.confine = confine
+        self.host_memory_mib = host_memory_mib
         self.main = main_builder or CMakeBuilder(root, preset, cores)
         self.real = isinstance(self.main, CMakeBuilder)
         self._slot_factory = slot_builder or self._cmake_slot
@@ -513,7 +518,7 @@ class BatchGrader:
         build_dir = getattr(builder, "build_dir", None)
         if build_dir is None or not (Path(build_dir) / "compile_commands.json").is_file():
             return
-        from .techniques import CompileDb
+        from .compiledb import CompileDb
 
         db = CompileDb.load(Path(build_dir))
         files = {str(Path(str(e.get("file", ""))).resolve()) for e in db.entries} if db else set()
@@ -526,15 +531,19 @@ class BatchGrader:
     def _clean_slot(self, builder: Builder, staging: Path, targets: list[str]) -> None:
         """Delete the previous student's binaries and objects: whatever happens, nothing of theirs is
         linked or run, and the new files compile whatever their timestamps."""
-        for target in targets:
-            try:
-                (Path(builder.bin_dir) / target).unlink()
-            except FileNotFoundError:
-                pass
         build_dir = getattr(builder, "build_dir", None)
+        for target in targets:
+            stale = [Path(builder.bin_dir) / target]
+            if build_dir is not None and target.endswith("_student"):
+                stale.append(Path(build_dir) / "lib" / f"lib{target}_code.so")
+            for path in stale:
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    pass
         if build_dir is None:
             return
-        from .techniques import CompileDb
+        from .compiledb import CompileDb
 
         db = CompileDb.load(Path(build_dir))
         if db is None:
@@ -549,16 +558,52 @@ class BatchGrader:
                     except FileNotFoundError:
                         pass
 
-    def _build(self, builder: Builder, targets: list[str], progress: Progress) -> dict[str, BuildResult]:
-        """The student's targets. With CMake, one `cmake --build --target A B` first, so the student
-        file's objects compile side by side; when that fails, target by target, for each one's own log."""
+    def _build(self, builder: Builder, staged: StagedSubmission, progress: Progress) -> dict[str, BuildResult]:
+        """The student's targets, as the grade's static checks want them: the pristine test objects first,
+        then what each lab's file includes (a refusal stops that lab before its file is compiled), then
+        the student objects within the compile limits, then the binaries. With CMake each step is one
+        `cmake --build --target A B ...`, so the slot compiles side by side; when one fails, target by
+        target, for each one's own log."""
         built: dict[str, BuildResult] = {}
+        labs = [lab for lab in self.labs if not staged.labs[lab.name].refused]
+        if isinstance(builder, CMakeBuilder):
+            tests = [t for lab in labs for t in static_checks.test_object_targets(lab)]
+            if tests:
+                builder.run_build(*tests, jobs=max(self.build_jobs, len(tests)))
+            for lab in labs:
+                sources = [staged.path_of(lab, f) for f in lab.student_files if f.endswith(".cu")]
+                lines, error = static_checks.include_problems(lab, sources, builder.build_dir,
+                                                              f"{lab.target_prefix}_student_object")
+                s = staged.labs[lab.name]
+                if lines:
+                    s.errors, s.category = [builder.unstaged(x) for x in lines], Category.FORBIDDEN_CALL
+                elif error:
+                    obj = f"{lab.target_prefix}_student_object"
+                    built[obj] = BuildResult(target=obj, ok=False, category=Category.COMPILE_ERROR,
+                                             message=f"compile error: {builder.unstaged(error)}")
+            labs = [lab for lab in labs if not staged.labs[lab.name].refused
+                    and f"{lab.target_prefix}_student_object" not in built]
+            objects = [f"{lab.target_prefix}_student_object" for lab in labs]
+            built.update(self._build_together(builder, objects, progress, limited=True))
+            labs = [lab for lab in labs if built[f"{lab.target_prefix}_student_object"].ok]
+        targets = [bs.target for lab in labs for bs in binary_sets(lab)]
+        built.update(self._build_together(builder, targets, progress))
+        return built
+
+    def _build_together(self, builder: Builder, targets: list[str], progress: Progress,
+                        limited: bool = False) -> dict[str, BuildResult]:
+        built: dict[str, BuildResult] = {}
+        if not targets:
+            return built
+        limits: dict[str, float] = {}
+        if limited:
+            limits = {"timeout_s": COMPILE_TIMEOUT_S, "memory_mib": COMPILE_MEMORY_MIB}
         if len(targets) > 1 and isinstance(builder, CMakeBuilder):
             progress.step(f"building {', '.join(targets)}")
             start = time.monotonic()
-            code, output = builder.run_build(*targets, jobs=max(self.build_jobs, len(targets)))
-            ok = code == 0
-            if ok:
+            together = {"timeout_s": limits["timeout_s"] * len(targets), "memory_mib": limits["memory_mib"]} if limited else {}
+            code, output = builder.run_build(*targets, jobs=max(self.build_jobs, len(targets)), **together)
+            if code == 0:
                 seconds = time.monotonic() - start
                 log = truncate(output, builder.log_limit)
                 for target in targets:
@@ -567,7 +612,7 @@ class BatchGrader:
                 return built
         for target in targets:
             progress.step(f"building {target}")
-            built[target] = result = builder.build(target)
+            built[target] = result = builder.build(target, **limits) if limits else builder.build(target)
             (progress.ok if result.ok else progress.fail)(
                 f"{target}: " + (f"built ({result.seconds:.1f} s)" if result.ok else result.message)
             )
@@ -601,25 +646,24 @@ class BatchGrader:
             bs.target for lab in self.labs if not staged.labs[lab.name].refused for bs in binary_sets(lab)
         ]
         self._clean_slot(builder, staging, targets)
-        built = self._build(builder, targets, progress)
+        built = self._build(builder, staged, progress)
         build_s = time.monotonic() - start
-        guard = GuardOptions(
-            staged=staged,
-            student_builder=Prebuilt(builder, built),
-            max_seconds=self.max_seconds,
-            sanitizer_tools=self.sanitizer_tools,
-            sandbox="auto" if self.sandbox else "off",
-            inspect=self.real,
-            health=self.real and self.gpu.available,
-        )
         options = RunOptions(
             mode="student",
             build=True,
             reference=True,
             timeout_s=self.timeout_s,
-            guard=guard,
             submission=str(student.path),
             reference_timings=self.references,
+            staged=staged,
+            student_builder=Prebuilt(builder, built),
+            max_seconds=self.max_seconds,
+            sanitizer_tools=self.sanitizer_tools,
+            sandbox="auto" if self.sandbox else "off",
+            checks=self.real,
+            health=self.real and self.gpu.available,
+            confine=self.confine,
+            host_memory_mib=self.host_memory_mib,
         )
         with self.gpu_lock:
             start = time.monotonic()
@@ -736,6 +780,8 @@ def run_batch(
     sanitizer_tools: list[str] | None = None,
     sandbox: bool = True,
     quiet: bool = False,
+    confine: bool = True,
+    host_memory_mib: float | None = None,
     stdout: TextIO | None = None,
     progress: Progress | None = None,
     gpu: GpuProbe | None = None,
@@ -777,6 +823,8 @@ def run_batch(
         max_seconds=max_seconds,
         sanitizer_tools=sanitizer_tools,
         sandbox=sandbox,
+        confine=confine,
+        host_memory_mib=host_memory_mib,
         main_builder=main_builder,
         slot_builder=slot_builder,
         progress=progress,

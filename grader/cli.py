@@ -46,6 +46,17 @@ def _run_opts(p: argparse.ArgumentParser) -> None:
                         "or 'none' (default: each lab.toml's [sanitizer] tools)")
     p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                    help="do not run test binaries under bubblewrap even where it is installed")
+    _confine_opts(p)
+    p.add_argument("--small", action="store_true",
+                   help="small sizes only, perf tests off: a quick check, not a full grade (the report says so)")
+
+
+def _confine_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-host-memory", type=float, dest="host_memory_mib", metavar="MIB",
+                   help="host memory one test run may use, all its processes together (default: lab.toml, else 32768)")
+    p.add_argument("--no-confine", dest="confine", action="store_false",
+                   help="run test binaries without the supervisor (no PID namespace, Landlock or memory limit): "
+                        "for debugging the harness only, never to grade untrusted code")
 
 
 def _tools(text: str) -> list[str]:
@@ -124,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compute-sanitizer tools to run, comma-separated, or 'none' (default: lab.toml)")
     p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                    help="do not run test binaries under bubblewrap even where it is installed")
+    _confine_opts(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return parser
 
@@ -139,7 +151,8 @@ def dispatch(args: argparse.Namespace) -> Exit:
     if args.verb in ("test", "grade"):
         common = dict(solution=args.solution, preset=args.preset, jobs=args.jobs, build=args.build,
                       timeout_s=args.timeout_s, progress=Progress(quiet=args.quiet), submission=args.submission,
-                      max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools, sandbox=args.sandbox)
+                      max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools, sandbox=args.sandbox,
+                      small=args.small, confine=args.confine, host_memory_mib=args.host_memory_mib)
         if args.verb == "test":
             return commands.cmd_test(root, args.labs, **common)
         return commands.cmd_grade(root, args.labs, out_dir=args.out, reveal_hidden=args.reveal_hidden,
@@ -153,7 +166,8 @@ def dispatch(args: argparse.Namespace) -> Exit:
 
         return cmd_batch(root, args.batch_dir, args.out, args.labs, force=args.force, jobs=args.jobs, preset=args.preset,
                          timeout_s=args.timeout_s, max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools,
-                         sandbox=args.sandbox, quiet=args.quiet)
+                         sandbox=args.sandbox, quiet=args.quiet, confine=args.confine,
+                         host_memory_mib=args.host_memory_mib)
     if args.verb == "release":
         return commands.cmd_release(root, args.out, force=args.force, verify=args.verify, preset=args.preset,
                                     jobs=args.jobs, keep=args.keep)

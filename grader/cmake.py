@@ -128,24 +128,20 @@ class CMakeBuilder:
             cmd += ["--parallel", str(jobs or self.jobs)]
         return cmd
 
-    def run_build(self, *targets: str, jobs: int | None = None) -> tuple[int, str]:
-        """`cmake --build` of these targets: (exit code, output); -1 and a note when it times out."""
-        try:
-            proc = subprocess.run(
-                self.build_command(*targets, jobs=jobs),
-                cwd=self.root,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                timeout=BUILD_TIMEOUT_S,
-                check=False,
-            )
-            return proc.returncode, proc.stdout
-        except subprocess.TimeoutExpired as err:
-            out = err.stdout or ""
-            output = out.decode(errors="replace") if isinstance(out, bytes) else out
-            return -1, output + f"\nthe build did not finish in {BUILD_TIMEOUT_S:g} s"
+    def run_build(self, *targets: str, jobs: int | None = None, timeout_s: float | None = None,
+                  memory_mib: float | None = None) -> tuple[int, str]:
+        """`cmake --build` of these targets: (exit code, output); -1 and a note when it times out.
+        memory_mib caps the virtual memory of every process of the build (compilers included)."""
+        from . import process
+
+        limit = timeout_s or BUILD_TIMEOUT_S
+        limits = process.Limits(core_bytes=0, file_bytes=None, cpu_s=int(limit * 4 + 60), open_files=None,
+                                address_space=int(memory_mib * (1 << 20)) if memory_mib else None)
+        res = process.run(self.build_command(*targets, jobs=jobs), limit, cwd=self.root, limits=limits)
+        output = "\n".join(part for part in (res.stdout, res.stderr) if part)
+        if res.timed_out:
+            return -1, output + f"\nthe build did not finish in {limit:g} s"
+        return (res.returncode if res.returncode is not None else -1), output
 
     def configure(self, labs: list[str]) -> None:
         """Configure build/<preset> for these labs (directory names), so a lab with a broken CMakeLists.txt
@@ -183,12 +179,17 @@ class CMakeBuilder:
                 )
             raise GraderError(f"cmake --preset {self.preset} failed:\n{log}", Exit.BUILD)
 
-    def build(self, target: str) -> BuildResult:
+    def build(self, target: str, timeout_s: float | None = None, memory_mib: float | None = None) -> BuildResult:
         start = time.monotonic()
-        code, output = self.run_build(target)
+        code, output = self.run_build(target, timeout_s=timeout_s, memory_mib=memory_mib)
         seconds = time.monotonic() - start
         if code == 0:
             return BuildResult(target=target, ok=True, seconds=seconds, log=truncate(output, self.log_limit))
+        if timeout_s is not None and code == -1:
+            return BuildResult(target=target, ok=False, seconds=seconds, category=Category.COMPILE_ERROR,
+                               log=truncate(output, self.log_limit),
+                               message=f"compile error: compiling took longer than {timeout_s:g} s, the most a lab "
+                                       "file may take (a template or a loop that unrolls without end?)")
         return failed_build(target, output, seconds, self.log_limit)
 
 

@@ -14,7 +14,6 @@ from .cmake import Builder, CMakeBuilder
 from .doctor import format_checks, run_checks
 from .environment import GpuProbe, choose_preset, probe_gpu
 from .errors import Exit, GraderError
-from .integrity import GuardOptions
 from .labs import Lab, LabError, discover, select
 from .listing import format_builds, format_labs, format_tests
 from .pipeline import RunOptions, build_targets, exit_code, run_labs
@@ -144,6 +143,9 @@ def _run(
     max_seconds: float | None = None,
     sanitizer_tools: list[str] | None = None,
     sandbox: bool = True,
+    small: bool = False,
+    confine: bool = True,
+    host_memory_mib: float | None = None,
 ) -> Results:
     labs = load_labs(root, selectors)
     if submission is not None and solution:
@@ -153,9 +155,9 @@ def _run(
     progress.note(gpu.brief())
     preset = choose_preset(gpu, preset)
     builder = make_builder(root, preset, jobs)
-    guard = GuardOptions(max_seconds=max_seconds, sanitizer_tools=sanitizer_tools, sandbox="auto" if sandbox else "off")
     options = RunOptions(mode="solution" if solution else "student", build=build, reference=reference, timeout_s=timeout_s,
-                         guard=guard)
+                         max_seconds=max_seconds, sanitizer_tools=sanitizer_tools, sandbox="auto" if sandbox else "off",
+                         small=small, confine=confine, host_memory_mib=host_memory_mib)
     if submission is None:
         return run_labs(root, labs, builder, gpu, options, progress)
     # An untrusted submission: only its student files, staged apart, built in a directory of their own.
@@ -166,14 +168,14 @@ def _run(
     try:
         try:
             opened = open_submission(submission, staging / "opened", load_labs(root, []))
-            guard.staged = stage_submission(labs, opened, staging)
-            guard.staged.source = submission
+            options.staged = stage_submission(labs, opened, staging)
+            options.staged.source = submission
         except StagingError as err:
             raise GraderError(f"--submission: {err}", Exit.USAGE) from None
-        for name, staged in guard.staged.labs.items():
+        for name, staged in options.staged.labs.items():
             if staged.refused:
                 progress.fail(f"{name}: the submission's file was not accepted: {'; '.join(staged.errors)}")
-        guard.student_builder = make_submission_builder(root, preset, jobs, staging)
+        options.student_builder = make_submission_builder(root, preset, jobs, staging)
         options.submission = str(submission)
         return run_labs(root, labs, builder, gpu, options, progress)
     finally:
@@ -195,11 +197,15 @@ def cmd_test(
     max_seconds: float | None = None,
     sanitizer_tools: list[str] | None = None,
     sandbox: bool = True,
+    small: bool = False,
+    confine: bool = True,
+    host_memory_mib: float | None = None,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=False,
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
-                   sanitizer_tools=sanitizer_tools, sandbox=sandbox)
+                   sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
+                   host_memory_mib=host_memory_mib)
     stdout.write(format_tests(results) + "\n")
     return exit_code(results)
 
@@ -221,11 +227,15 @@ def cmd_grade(
     max_seconds: float | None = None,
     sanitizer_tools: list[str] | None = None,
     sandbox: bool = True,
+    small: bool = False,
+    confine: bool = True,
+    host_memory_mib: float | None = None,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=True,
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
-                   sanitizer_tools=sanitizer_tools, sandbox=sandbox)
+                   sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
+                   host_memory_mib=host_memory_mib)
     publish(results, out_dir or root / "reports", stdout, reveal_hidden=reveal_hidden)
     return exit_code(results)
 

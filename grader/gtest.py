@@ -1,16 +1,9 @@
-"""Run GoogleTest binaries in isolation and turn their JSON output into TestResults.
+"""GoogleTest's JSON report, read into TestResults (running the binaries is grader/runs.py).
 
-One run of a binary writes its JSON to a fresh temporary directory (a path the student's code cannot
-predict). Tests the run should have reported but did not (a crash, a hang, an exit before the tests)
-are re-run one per process, so the crash or the timeout is blamed on the test that caused it. A
-sticky CUDA error (after an illegal address every later CUDA call in the process fails) is handled
-the same way: tests that failed with a CUDA error after the first are re-run alone.
-
-A results file is believed only if it looks like GoogleTest's own (verify_report): its counts agree
-with its entries and it carries the properties the harness's environment records. Each run is
-confined by a RunPolicy: resource limits, an optional sandbox, and the grade's deadline. After a run
-that crashed, hung or hit a CUDA error, an on_fault callback (the GPU health probe) decides whether
-the next run may start.
+A report is believed only if it looks like GoogleTest's own (verify_report): its counts agree with its
+entries, it carries the properties the harness's environment records, and (check_expected) the run it
+describes is the run the grader started: the nonce it was given, the small mode and the sanitizer it
+asked for.
 """
 
 from __future__ import annotations
@@ -31,11 +24,6 @@ from . import process
 from .results import Category, Perf, PerfSeries, Status, TestResult
 from .text import MESSAGE_LIMIT, tail_lines, truncate
 
-LIST_TIMEOUT_S = 60.0
-MAX_CONSECUTIVE_TIMEOUTS = 3
-# A parameterized test that timed out this often is not re-run with its other parameters (its group is
-# 'Suite.Test', the name up to the first '/'); the other tests still run.
-GROUP_TIMEOUTS = 2
 REPORT_LIMIT_BYTES = 64 << 20
 
 # Keys of a gtest JSON test object; any other key is a property the test recorded.
@@ -100,10 +88,14 @@ def perf_from_properties(props: Mapping[str, str]) -> Perf | None:
             mean_ms=_float(props, f"{n}.mean_ms"),
             noise_pct=_float(props, f"{n}.noise_pct"),
             samples=int(_float(props, f"{n}.samples")),
+            tail_ms=_float(props, f"{n}.tail_ms"),
+            calls=int(_float(props, f"{n}.calls")),
+            verified=int(_float(props, f"{n}.verified", -1.0)),
         )
         for n in names
     ]
     floor = _float(props, "perf_floor_ms", 0.0)
+    physical = _float(props, "perf_physical_floor_ms", 0.0)
     return Perf(
         metric=props.get("perf_metric", "ms"),
         work=_float(props, "perf_work"),
@@ -111,6 +103,7 @@ def perf_from_properties(props: Mapping[str, str]) -> Perf | None:
         baseline=props.get("perf_baseline") or None,
         label=props.get("perf_label", ""),
         floor_ms=floor if floor > 0 else None,
+        physical_floor_ms=physical if physical > 0 else None,
     )
 
 
@@ -228,6 +221,47 @@ def verify_report(data: Any) -> None:
         raise GtestError(f"the report lacks the harness's properties ({', '.join(missing)})")
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What the grader asked of one run; a report that says otherwise was not written by that run."""
+
+    nonce: str
+    small_mode: bool = False
+    sanitizer: bool = False
+
+    def problems(self, data: dict[str, Any]) -> list[str]:
+        said = {k: str(data.get(k, "")) for k in ("run_nonce", "small_mode", "sanitizer_attached")}
+        out = []
+        if said["run_nonce"] != self.nonce:
+            out.append("it does not carry this run's nonce")
+        if said["small_mode"] != ("true" if self.small_mode else "false"):
+            out.append(f"it ran with small_mode={said['small_mode'] or '?'}, but the grader asked for "
+                       f"{'true' if self.small_mode else 'false'}")
+        if said["sanitizer_attached"] != ("true" if self.sanitizer else "false"):
+            out.append(f"compute-sanitizer {'was not' if self.sanitizer else 'was'} attached, "
+                       f"but the grader {'ran it under' if self.sanitizer else 'did not ask for'} the tool")
+        return out
+
+
+def decode_report(text: str, binary: str = "student", verify: bool = False, expected: Expected | None = None) -> ParsedRun:
+    """Parse a report's text. Raises GtestError when it is truncated or corrupt (and, with verify, when it
+    does not look written by the harness, or by the run `expected` describes)."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise GtestError(f"the results are unreadable ({err})") from None
+    if verify:
+        try:
+            verify_report(data)
+            if expected is not None:
+                problems = expected.problems(data)
+                if problems:
+                    raise GtestError("; ".join(problems))
+        except GtestError as err:
+            raise GtestError(f"the results were not written by the test harness for this run: {err}") from None
+    return parse_report(data, binary)
+
+
 def load_report(path: Path, binary: str = "student", verify: bool = False) -> ParsedRun:
     """Read and parse a gtest JSON file. Raises GtestError when it is missing, truncated or corrupt
     (and, with verify, when it does not look written by the harness)."""
@@ -271,286 +305,3 @@ def filter_matches(name: str, gtest_filter: str | None) -> bool:
     pos = [p for p in positive.split(":") if p] or ["*"]
     neg = [n for n in negative.split(":") if n]
     return any(fnmatch.fnmatchcase(name, p) for p in pos) and not any(fnmatch.fnmatchcase(name, n) for n in neg)
-
-
-# --- running --------------------------------------------------------------------------------------
-
-
-def test_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a test binary: ours, minus GTEST_* settings that would change what runs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GTEST_")}
-    env.update(extra or {})
-    return env
-
-
-@dataclass
-class RunPolicy:
-    """How each run of a test binary is confined.
-
-    limits: setrlimit()s of the process. sandbox: given the run's private directory (the only one it
-    may write), the command line to put in front of the binary (grader/sandbox.py: bubblewrap), or
-    None. deadline: time.monotonic() after which no run starts (the grade's global cap); a run's
-    timeout is cut to what is left. verify: believe only results files that pass verify_report."""
-
-    limits: process.Limits = field(default_factory=process.Limits)
-    sandbox: Callable[[Path], list[str]] | None = None
-    deadline: float | None = None
-    verify: bool = True
-    cap_s: float | None = None  # the global cap, for messages
-
-    def remaining(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.monotonic()
-
-    def expired(self) -> bool:
-        left = self.remaining()
-        return left is not None and left <= 0
-
-    def timeout(self, timeout_s: float) -> float:
-        left = self.remaining()
-        return timeout_s if left is None else max(0.1, min(timeout_s, left))
-
-    def cap_message(self) -> str:
-        cap = f" ({self.cap_s:g} s)" if self.cap_s else ""
-        return f"the grade reached its global time limit{cap} before this test could run"
-
-
-DEFAULT_POLICY = RunPolicy()
-
-
-def list_tests(binary: Path, timeout_s: float = LIST_TIMEOUT_S, env: Mapping[str, str] | None = None) -> list[str]:
-    res = process.run([binary, "--gtest_list_tests"], timeout_s, env=test_env(env))
-    if res.timed_out:
-        raise GtestError(f"{binary.name} --gtest_list_tests did not finish in {timeout_s:g} s")
-    if res.returncode != 0:
-        why = res.signal_name or f"exit code {res.returncode}"
-        raise GtestError(f"{binary.name} --gtest_list_tests failed ({why}): {tail_lines(res.output, 5)}")
-    return parse_test_list(res.stdout)
-
-
-@dataclass
-class Attempt:
-    """One process: what it did and what it reported."""
-
-    proc: process.ProcessResult
-    parsed: ParsedRun | None
-    report_error: str = ""
-    report_missing: bool = False  # no results file at all (as opposed to an unreadable one)
-
-
-def run_once(
-    binary: Path,
-    timeout_s: float,
-    gtest_filter: str | None = None,
-    env: Mapping[str, str] | None = None,
-    label: str = "student",
-    policy: RunPolicy | None = None,
-) -> Attempt:
-    """One process of the binary. Its results go to a fresh private directory under a random name
-    (results-<random>.json), which the code under test cannot predict."""
-    policy = policy or DEFAULT_POLICY
-    workdir = Path(tempfile.mkdtemp(prefix="cudalab-gtest-"))
-    try:
-        out = workdir / f"results-{os.urandom(8).hex()}.json"
-        argv: list[str | Path] = [binary, f"--gtest_output=json:{out}", "--gtest_color=no"]
-        if gtest_filter:
-            argv.append(f"--gtest_filter={gtest_filter}")
-        wrapper = policy.sandbox(workdir) if policy.sandbox else []
-        proc = process.run(argv, policy.timeout(timeout_s), env=test_env(env), cwd=workdir,
-                           limits=policy.limits, wrapper=wrapper)
-        try:
-            return Attempt(proc, load_report(out, label, verify=policy.verify))
-        except GtestError as err:
-            return Attempt(proc, None, str(err), report_missing=not out.exists())
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _process_failure(name: str, attempt: Attempt, binary: str, timeout_s: float) -> TestResult:
-    """A TestResult for a test whose own process ended without reporting it."""
-    proc = attempt.proc
-    tr = TestResult(name=name, status=Status.FAILED, binary=binary, duration_s=proc.duration_s)
-    tr.kind = "perf" if is_perf_suite(name.split(".", 1)[0]) else "correctness"
-    if proc.timed_out:
-        tr.category = Category.TIMEOUT
-        tr.message = f"the test did not finish within {timeout_s:g} s and was stopped"
-    elif proc.signal:
-        tr.category = Category.CRASH
-        tr.message = f"the test process was killed by {proc.signal_name}"
-    elif attempt.parsed is None and not attempt.report_missing:
-        tr.category = Category.HARNESS
-        tr.message = f"{attempt.report_error} (exit code {proc.returncode})"
-    elif attempt.parsed is None and proc.returncode != 0:
-        tr.category = Category.CRASH
-        tr.message = f"the test process exited with code {proc.returncode} before reporting"
-    elif attempt.parsed is None:
-        tr.category = Category.HARNESS
-        tr.message = "the test process exited normally (code 0) without writing its results"
-    else:
-        tr.status = Status.NOT_RUN
-        tr.category = Category.HARNESS
-        tr.message = "the test binary did not run this test when asked for it alone"
-    output = tail_lines(proc.output)
-    if output:
-        tr.message += "\n\nLast output:\n" + output
-    return tr
-
-
-@dataclass
-class BinaryRun:
-    """Everything one test binary reported, after isolation re-runs."""
-
-    tests: list[TestResult]
-    properties: dict[str, str]  # root properties (gpu_*) of the first report that had them
-    reran: list[str] = field(default_factory=list)  # tests that were re-run alone
-    notes: list[str] = field(default_factory=list)  # what happened to the binary as a whole
-    output: str = ""  # the main run's output (bounded)
-
-
-def _not_run(name: str, label: str, category: Category, message: str) -> TestResult:
-    return TestResult(
-        name=name,
-        status=Status.NOT_RUN,
-        kind="perf" if is_perf_suite(name.split(".", 1)[0]) else "correctness",
-        binary=label,
-        category=category,
-        message=message,
-    )
-
-
-def faulted(attempt: Attempt, name: str | None = None) -> bool:
-    """Whether a process ended in a way that may have left the GPU in a bad state: killed, hung,
-    no usable results, or (for name, or any test) a CUDA error."""
-    proc = attempt.proc
-    if proc.timed_out or proc.signal or attempt.parsed is None:
-        return True
-    return any(t.category is Category.CUDA_ERROR for t in attempt.parsed.tests if name is None or t.name == name)
-
-
-def run_binary(
-    binary: Path,
-    expected: list[str] | None,
-    timeout_s: float,
-    *,
-    label: str = "student",
-    gtest_filter: str | None = None,
-    env: Mapping[str, str] | None = None,
-    max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
-    on_rerun: Callable[[str], None] | None = None,
-    policy: RunPolicy | None = None,
-    on_fault: Callable[[str], str | None] | None = None,
-) -> BinaryRun:
-    """Run a test binary once, then re-run alone each expected test that it did not report.
-
-    expected: the tests the binary must report (from the instructor-owned build); tests outside it are
-    dropped. None: whatever the binary reports, and on a crash whatever --gtest_list_tests says.
-    policy: limits, sandbox, deadline and results-file checks of every run (default: limits only).
-    on_fault(what): called after a run that crashed, hung or hit a CUDA error, before the next run;
-    it returns None when the next run may go ahead, or why not (the GPU no longer works): then the
-    tests still to run are reported not run with that reason.
-    """
-    policy = policy or DEFAULT_POLICY
-    notes: list[str] = []
-    if policy.expired():
-        names = expected if expected is not None else []
-        wanted = [n for n in names if filter_matches(n, gtest_filter)]
-        notes.append(f"{binary.name}: not run (the grade reached its global time limit)")
-        return BinaryRun(
-            tests=[_not_run(n, label, Category.TIMEOUT, policy.cap_message()) for n in wanted],
-            properties={}, notes=notes,
-        )
-    first = run_once(binary, timeout_s, gtest_filter, env, label, policy)
-    props = dict(first.parsed.properties) if first.parsed else {}
-    reported: dict[str, TestResult] = {t.name: t for t in first.parsed.tests} if first.parsed else {}
-
-    if expected is None:
-        if first.parsed is not None:
-            expected = list(reported)
-        else:
-            try:
-                expected = list_tests(binary, env=env)
-            except GtestError as err:
-                notes.append(f"{binary.name}: no results and no test list: {err}")
-                expected = []
-    wanted = [n for n in expected if filter_matches(n, gtest_filter)]
-    wanted_set = set(wanted)
-    dropped = [n for n in reported if n not in wanted_set]
-    if dropped:
-        notes.append(
-            f"{binary.name}: ignored {len(dropped)} test(s) that the instructor's build does not have: "
-            + ", ".join(dropped[:5])
-            + (" ..." if len(dropped) > 5 else "")
-        )
-    if first.proc.timed_out:
-        notes.append(f"{binary.name}: the run did not finish within {policy.timeout(timeout_s):g} s; its tests were re-run one by one")
-    elif first.parsed is None:
-        why = first.proc.signal_name or first.report_error or f"exit code {first.proc.returncode}"
-        notes.append(f"{binary.name}: the run ended without usable results ({why}); its tests were re-run one by one")
-
-    missing = [n for n in wanted if n not in reported]
-    # Sticky CUDA errors: every CUDA-error failure after the first may be collateral damage.
-    cuda_failures = [n for n in wanted if n in reported and reported[n].category is Category.CUDA_ERROR]
-    rerun_set = set(missing) | set(cuda_failures[1:])
-    to_rerun = [n for n in wanted if n in rerun_set]
-
-    results = dict(reported)
-    reran: list[str] = []
-    timeouts_in_row = 0
-    group_timeouts: dict[str, int] = {}
-    unhealthy: str | None = None
-    if to_rerun and on_fault is not None and faulted(first):
-        unhealthy = on_fault(f"the full run of {binary.name}")
-    for i, name in enumerate(to_rerun):
-        stop: tuple[Category, str] | None = None
-        if unhealthy:
-            stop = (Category.HARNESS, unhealthy)
-            notes.append(f"{binary.name}: {unhealthy}; {len(to_rerun) - i} test(s) not re-run")
-        elif policy.expired():
-            stop = (Category.TIMEOUT, policy.cap_message())
-            notes.append(f"{binary.name}: the grade reached its global time limit; {len(to_rerun) - i} test(s) not re-run")
-        elif timeouts_in_row >= max_consecutive_timeouts:
-            stop = (
-                Category.TIMEOUT,
-                f"{max_consecutive_timeouts} tests in a row timed out, so the remaining tests of this binary were not run",
-            )
-            notes.append(f"{binary.name}: stopped re-running after {max_consecutive_timeouts} timeouts in a row")
-        if stop is not None:
-            for rest in to_rerun[i:]:
-                if rest in missing:
-                    results[rest] = _not_run(rest, label, *stop)
-            break
-        group = name.split("/", 1)[0]
-        if group_timeouts.get(group, 0) >= GROUP_TIMEOUTS:
-            if name in missing:
-                results[name] = _not_run(
-                    name, label, Category.TIMEOUT,
-                    f"not re-run: {GROUP_TIMEOUTS} runs of {group} with other parameters timed out",
-                )
-            continue
-        if on_rerun:
-            on_rerun(name)
-        limit = policy.timeout(timeout_s)
-        attempt = run_once(binary, timeout_s, _escape_filter(name), env, label, policy)
-        reran.append(name)
-        if not props and attempt.parsed:
-            props = dict(attempt.parsed.properties)
-        alone = next((t for t in attempt.parsed.tests if t.name == name), None) if attempt.parsed else None
-        if alone is not None:
-            results[name] = alone
-        elif attempt.proc.timed_out and limit < timeout_s:
-            results[name] = _not_run(name, label, Category.TIMEOUT, policy.cap_message())
-        elif name in missing or attempt.proc.signal or attempt.proc.timed_out:
-            results[name] = _process_failure(name, attempt, label, limit)
-        timeouts_in_row = timeouts_in_row + 1 if attempt.proc.timed_out else 0
-        if attempt.proc.timed_out:
-            group_timeouts[group] = group_timeouts.get(group, 0) + 1
-        if on_fault is not None and i + 1 < len(to_rerun) and faulted(attempt, name):
-            unhealthy = on_fault(name)
-
-    tests = [results[n] for n in wanted if n in results]
-    output = first.proc.output
-    return BinaryRun(tests=tests, properties=props, reran=reran, notes=notes, output=truncate(output))
-
-
-def _escape_filter(name: str) -> str:
-    """A --gtest_filter that selects exactly this test (':' and '-' are filter syntax; '*' '?' globs)."""
-    return "".join("?" if c in ":-*?" else c for c in name)

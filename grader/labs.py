@@ -47,8 +47,8 @@ class PerfGoal:
 @dataclass(frozen=True)
 class Technique:
     task: str
-    kind: str  # "symbol" (undefined host symbol of the object) or "ptx" (text in a kernel's PTX)
-    pattern: str  # a regular expression
+    kind: str  # "symbol" (a function the file calls) or "ptx" (text in a kernel's PTX)
+    pattern: str  # a regular expression (for "symbol": matching the called function's whole name)
     message: str
     kernel: str | None = None  # for "ptx": the kernel whose PTX must match (substring of its mangled name)
     points: float | None = None  # default: the whole task's points are withheld when missing
@@ -67,8 +67,10 @@ class Lab:
     perf: tuple[PerfGoal, ...]
     techniques: tuple[Technique, ...] = ()
     forbidden_symbols: tuple[str, ...] = ()
+    allowed_symbols: tuple[str, ...] = ()  # [allow] symbols: what this lab's file may use beyond grader/allowlist.toml
     sanitizer: dict = field(default_factory=dict, hash=False, compare=False)
     hidden_visibility: str = "hidden"  # [hidden] visibility: "hidden", "after_due_date" or "visible"
+    host_memory_mib: float | None = None  # [lab] max_host_memory_mib: one run's processes together
 
     @property
     def name(self) -> str:
@@ -162,8 +164,10 @@ def load_lab(path: Path, root: Path) -> Lab:
             kernel=t.get("kernel"),
             points=float(t["points"]) if "points" in t else None,
         )
-        if tech.kind not in ("symbol", "ptx", "source"):
-            raise LabError(f"{where}: technique kind must be 'symbol', 'ptx' or 'source', not '{tech.kind}'")
+        if tech.kind not in ("symbol", "ptx"):
+            raise LabError(f"{where}: technique kind must be 'symbol' or 'ptx', not '{tech.kind}'")
+        if tech.kind == "ptx" and not tech.kernel:
+            raise LabError(f"{where}: a 'ptx' technique names the kernel whose PTX must match (kernel = \"...\")")
         if tech.task not in task_ids:
             raise LabError(f"{where}: technique names unknown task '{tech.task}'")
         techniques.append(tech)
@@ -182,8 +186,10 @@ def load_lab(path: Path, root: Path) -> Lab:
         perf=tuple(perf),
         techniques=tuple(techniques),
         forbidden_symbols=tuple(data.get("forbid", {}).get("symbols", [])),
+        allowed_symbols=tuple(data.get("allow", {}).get("symbols", [])),
         sanitizer=dict(data.get("sanitizer", {})),
         hidden_visibility=hidden_visibility,
+        host_memory_mib=float(meta["max_host_memory_mib"]) if "max_host_memory_mib" in meta else None,
     )
 
 

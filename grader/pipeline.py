@@ -1,26 +1,34 @@
 """Build, run and score labs: the path shared by `build`, `test` and `grade`.
 
-Per lab: build the binary under test (labNN_student, or labNN_solution with --solution) and the
-instructor's reference binary, each target on its own; take the list of tests the lab must report
-from the reference build; run the binary under test in isolation (grader/gtest.py); run the
-reference's perf tests in the same run for the reference timings; attach hints; score.
+The grade of one lab is a straight line of stages, each in a module of its own:
+
+  stage          the submission's files, copied into a staging tree (grader/sandbox.py, before the grade)
+  static checks  what the preprocessor reads and what the compiler made (grader/static_checks.py)
+  build          the test binaries of the lab, and the reference's (grader/cmake.py)
+  run            each binary in isolation, confined, its report checked (grader/runs.py)
+  sanitizer      compute-sanitizer over the graded binary (grader/sanitizer.py)
+  score          rubric, perf against the reference, plausibility, techniques (grader/scoring.py)
+
+Nothing of the student's file runs before the static checks passed; each stage takes what the earlier
+ones produced and none calls back into another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import gtest, hidden, hints
+from . import hidden, hints, runs, sanitizer, scoring, static_checks
 from .cmake import Builder
+from .context import Block, GradeContext, RunOptions
 from .environment import GpuProbe, apply_gpu_properties, new_run_info, now_iso
 from .errors import Exit
-from .integrity import Guard, GuardOptions
 from .labs import Lab
 from .progress import Progress
-from .results import BuildResult, Category, LabResult, PerfSeries, Results, RunInfo, Status, TestResult
-from .scoring import score_lab
+from .results import BuildResult, Category, LabResult, PerfSeries, Results, Status, TestResult
+
+__all__ = ["PERF_FILTER", "BinarySet", "RunOptions", "binary_sets", "build_targets", "exit_code", "grade_lab",
+           "has_solution", "run_labs"]
 
 PERF_FILTER = "*Perf.*"
 
@@ -32,22 +40,6 @@ class BinarySet:
     kind: str  # "student" or "hidden"
     target: str  # labNN_student / labNN_hidden_student
     reference: str | None  # labNN_solution / labNN_hidden_solution, when the solution exists
-
-
-@dataclass
-class RunOptions:
-    mode: str = "student"  # "student": grade the student's files; "solution": grade the reference
-    build: bool = True  # False: use the binaries already in the build directory
-    reference: bool = True  # run the reference's perf tests for reference timings
-    env: dict[str, str] = field(default_factory=dict)  # extra environment for the test binaries
-    timeout_s: float | None = None  # override every lab's timeout_s
-    max_consecutive_timeouts: int = gtest.MAX_CONSECUTIVE_TIMEOUTS
-    submission: str = ""
-    # Staging, sandbox, limits, forbidden symbols, techniques, sanitizer, GPU health, global time limit
-    # (grader/integrity.py). None: the defaults (inspection and health checks only with a real CMake build).
-    guard: GuardOptions | None = None
-    # Reference timings measured once and reused, {reference target: {test: series}} (grader/batch.py); None: time it here.
-    reference_timings: Mapping[str, Mapping[str, PerfSeries]] | None = None
 
 
 def has_solution(lab: Lab) -> bool:
@@ -64,7 +56,7 @@ def binary_sets(lab: Lab) -> list[BinarySet]:
 
 
 def build_targets(lab: Lab, mode: str = "student") -> list[str]:
-    """Every target a grade of this lab builds, in order."""
+    """Every test binary a grade of this lab builds, in order."""
     targets: list[str] = []
     for bs in binary_sets(lab):
         if mode == "student":
@@ -74,174 +66,189 @@ def build_targets(lab: Lab, mode: str = "student") -> list[str]:
     return targets
 
 
-class LabRunner:
-    def __init__(self, builder: Builder, gpu: GpuProbe, options: RunOptions, progress: Progress, info: RunInfo,
-                 guard: Guard | None = None) -> None:
-        self.builder = builder
-        self.gpu = gpu
-        self.options = options
-        self.progress = progress
-        self.info = info
-        self._gpu_facts_taken = False
-        self.guard = guard or Guard(getattr(builder, "root", Path.cwd()), builder, gpu, options.mode, progress,
-                                    options.guard, options.build, options.timeout_s)
+# --- stages ----------------------------------------------------------------------------------------------
 
-    # --- building ----------------------------------------------------------------------------------
 
-    def build(self, target: str, lab_result: LabResult) -> BuildResult:
-        builder = self.guard.builder_for(target)  # a submission's student targets build apart
-        if not self.options.build:
-            path = builder.bin_dir / target
-            if path.is_file():
-                return BuildResult(target=target, ok=True)
-            missing = BuildResult(target=target, ok=False, category=Category.HARNESS,
-                                  message=f"{path} does not exist (build it first)")
-            lab_result.builds.append(missing)
-            return missing
-        self.progress.step(f"building {target}")
-        result = builder.build(target)
-        lab_result.builds.append(result)
-        if result.ok:
-            self.progress.ok(f"built {target} ({result.seconds:.1f} s)")
+def build(ctx: GradeContext, target: str, result: LabResult) -> BuildResult:
+    """The build stage for one target (or, without building, the binary that is already there)."""
+    builder = ctx.builder_for(target)
+    if not ctx.options.build:
+        path = builder.bin_dir / target
+        if path.is_file():
+            return BuildResult(target=target, ok=True)
+        missing = BuildResult(target=target, ok=False, category=Category.HARNESS,
+                              message=f"{path} does not exist (build it first)")
+        result.builds.append(missing)
+        return missing
+    ctx.progress.step(f"building {target}")
+    built = builder.build(target)
+    result.builds.append(built)
+    if built.ok:
+        ctx.progress.ok(f"built {target} ({built.seconds:.1f} s)")
+    else:
+        ctx.progress.fail(f"{target}: {built.message}")
+    return built
+
+
+def expected_tests(ctx: GradeContext, result: LabResult, *candidates: tuple[str, BuildResult | None]) -> list[str] | None:
+    """The tests to expect: --gtest_list_tests of the first candidate binary that built (the reference first)."""
+    for target, built in candidates:
+        if not target or built is None or not built.ok:
+            continue
+        try:
+            return runs.list_tests(ctx.builder_for(target).bin_dir / target, env=ctx.options.env)
+        except Exception as err:  # noqa: BLE001 - GtestError and OS errors alike: try the next one
+            result.messages.append(f"could not list the tests of {target}: {err}")
+    return None
+
+
+def not_built(names: list[str], label: str, built: BuildResult) -> list[TestResult]:
+    category = built.category or Category.HARNESS
+    why = built.message or "it did not build"
+    return [
+        TestResult(name=n, status=Status.NOT_RUN, kind="perf" if runs.is_perf_suite(n.split(".", 1)[0]) else "correctness",
+                   binary=label, category=category, message=f"{built.target} did not build ({why})")
+        for n in names
+    ]
+
+
+def _take_gpu_facts(ctx: GradeContext, properties: dict[str, str]) -> None:
+    if not ctx._gpu_facts_taken and any(k.startswith("gpu_") for k in properties):
+        apply_gpu_properties(ctx.info, properties)
+        ctx._gpu_facts_taken = True
+
+
+def reference_timings(ctx: GradeContext, target: str, expected: list[str] | None, timeout: float,
+                      names: list[str]) -> dict[str, PerfSeries]:
+    """The reference's own timings of the perf tests the student was timed in, measured in this run."""
+    cached = ctx.options.reference_timings.get(target) if ctx.options.reference_timings is not None else None
+    if cached is not None:
+        return {n: s for n, s in cached.items() if n in names}
+    gtest_filter = ":".join(sorted(names)) if names else PERF_FILTER
+    ctx.progress.step(f"timing the reference ({target}, {len(names)} perf tests)")
+    run = runs.run_binary(
+        ctx.builder.bin_dir / target,
+        [n for n in expected if n in names] if expected is not None else None,
+        timeout, label="solution", gtest_filter=gtest_filter, env=ctx.options.env,
+        max_consecutive_timeouts=ctx.options.max_consecutive_timeouts, policy=ctx.policy,
+    )
+    _take_gpu_facts(ctx, run.properties)
+    return {t.name: t.perf.impl for t in run.tests
+            if t.status is Status.PASSED and t.perf is not None and t.perf.impl is not None}
+
+
+def run_binary(ctx: GradeContext, lab: Lab, target: str, label: str, expected: list[str] | None,
+               timeout: float) -> runs.BinaryRun:
+    """The run stage for one binary."""
+    ctx.progress.step(f"running {target}")
+    run = runs.run_binary(
+        ctx.builder_for(target).bin_dir / target, expected, timeout, label=label, env=ctx.options.env,
+        max_consecutive_timeouts=ctx.options.max_consecutive_timeouts,
+        on_rerun=lambda name: ctx.progress.step(f"re-running {name} alone"),
+        policy=ctx.policy, on_fault=ctx.on_fault(), small=ctx.options.small,
+    )
+    faults = (Category.CRASH, Category.TIMEOUT, Category.CUDA_ERROR, Category.HARNESS)
+    if any(t.category in faults and t.status is not Status.PASSED for t in run.tests):
+        ctx.after_fault(target)
+    _take_gpu_facts(ctx, run.properties)
+    ctx.note_confinement(run.confinement)
+    counts = {s: sum(t.status is s for t in run.tests) for s in Status}
+    line = (f"{target}: {counts[Status.PASSED]} passed, {counts[Status.FAILED]} failed, "
+            f"{counts[Status.SKIPPED]} skipped, {counts[Status.NOT_RUN]} not run")
+    (ctx.progress.fail if counts[Status.FAILED] or counts[Status.NOT_RUN] else ctx.progress.ok)(line)
+    return run
+
+
+# --- one lab, stage after stage --------------------------------------------------------------------------
+
+
+def grade_lab(ctx: GradeContext, lab: Lab) -> LabResult:
+    opts = ctx.options
+    result = LabResult(number=lab.number, name=lab.name, title=lab.title, max_score=lab.total_points)
+    timeout = opts.timeout_s or lab.timeout_s
+    ctx.progress.heading(f"lab {lab.name}: {lab.title}")
+    stop = ctx.stopped()  # the global time limit passed, or the GPU stopped working
+    if stop is not None:
+        result.messages.append(stop.message)
+        result.tests += stop.tests(ctx.known_tests(lab))
+        return scoring.score(ctx, lab, result, None)
+
+    checked = static_checks.run(ctx, lab)
+    result.messages += [n for n in checked.notes if n not in result.messages]
+    staged = opts.staged.lab(lab.name) if opts.staged is not None and ctx.mode == "student" else None
+    if staged is not None:
+        result.messages += [n for n in staged.notes() if n not in result.messages]
+    if checked.build is not None:
+        result.builds.append(checked.build)
+    graded: sanitizer.Graded | None = None
+    hidden_from: int | None = None  # where the hidden binary's lab messages start
+    for bs in binary_sets(lab):
+        if bs.kind == "hidden":
+            hidden_from = len(result.messages)
+        if ctx.mode == "solution":
+            if bs.reference is None:
+                result.messages.append(f"no reference solution in {lab.solution_dir}: nothing to grade in solution mode")
+                continue
+            target, reference, label = bs.reference, None, "hidden" if bs.kind == "hidden" else "solution"
         else:
-            self.progress.fail(f"{target}: {result.message}")
-        return result
-
-    # --- running -----------------------------------------------------------------------------------
-
-    def _expected(self, lab_result: LabResult, *candidates: tuple[str, BuildResult | None]) -> list[str] | None:
-        """The tests to expect: --gtest_list_tests of the first candidate binary that built."""
-        for target, built in candidates:
-            if built is None or not built.ok:
-                continue
-            try:
-                return gtest.list_tests(self.builder.bin_dir / target, env=self.options.env)
-            except gtest.GtestError as err:
-                lab_result.messages.append(f"could not list the tests of {target}: {err}")
-        return None
-
-    def _take_gpu_facts(self, properties: dict[str, str]) -> None:
-        if not self._gpu_facts_taken and any(k.startswith("gpu_") for k in properties):
-            apply_gpu_properties(self.info, properties)
-            self._gpu_facts_taken = True
-
-    def _not_run(self, names: list[str], label: str, built: BuildResult) -> list[TestResult]:
-        category = built.category or Category.HARNESS
-        why = built.message or "it did not build"
-        return [
-            TestResult(
-                name=n,
-                status=Status.NOT_RUN,
-                kind="perf" if gtest.is_perf_suite(n.split(".", 1)[0]) else "correctness",
-                binary=label,
-                category=category,
-                message=f"{built.target} did not build ({why})",
-            )
-            for n in names
-        ]
-
-    def _reference_timings(
-        self, target: str, expected: list[str] | None, timeout: float, names: list[str]
-    ) -> dict[str, PerfSeries]:
-        cached = self.options.reference_timings.get(target) if self.options.reference_timings is not None else None
-        if cached is not None:
-            return {n: s for n, s in cached.items() if n in names}
-        # Time only the perf tests the student's code was timed in: the others earn nothing anyway.
-        gtest_filter = ":".join(sorted(names)) if names else PERF_FILTER
-        self.progress.step(f"timing the reference ({target}, {len(names)} perf tests)")
-        run = gtest.run_binary(
-            self.builder.bin_dir / target,
-            [n for n in expected if n in names] if expected is not None else None,
-            timeout,
-            label="solution",
-            gtest_filter=gtest_filter,
-            env=self.options.env,
-            max_consecutive_timeouts=self.options.max_consecutive_timeouts,
-        )
-        self._take_gpu_facts(run.properties)
-        return {
-            t.name: t.perf.impl
-            for t in run.tests
-            if t.status is Status.PASSED and t.perf is not None and t.perf.impl is not None
-        }
-
-    def run_lab(self, lab: Lab) -> LabResult:
-        opts = self.options
-        result = LabResult(number=lab.number, name=lab.name, title=lab.title, max_score=lab.total_points)
-        timeout = opts.timeout_s or lab.timeout_s
-        self.progress.heading(f"lab {lab.name}: {lab.title}")
-        early = self.guard.lab_blocked(lab)  # the global time limit passed, or the GPU stopped working
-        if early is not None:
-            result.messages.append(early.message)
-            result.tests += early.tests(self.guard.known_tests(lab))
-            score_lab(lab, result)
-            return result
-        hidden_from: int | None = None  # where the hidden binary's lab messages start
-        for bs in binary_sets(lab):
-            if bs.kind == "hidden":
-                hidden_from = len(result.messages)
-            if opts.mode == "solution":
-                if bs.reference is None:
-                    result.messages.append(f"no reference solution in {lab.solution_dir}: nothing to grade in solution mode")
-                    continue
-                target, reference, label = bs.reference, None, "hidden" if bs.kind == "hidden" else "solution"
-            else:
-                target, reference, label = bs.target, bs.reference, bs.kind
-            refused = self.guard.refusal(lab, bs.kind, target, label)  # staging refused the student's file
-            built = self.build(target, result) if refused is None else refused.build
-            ref_built = self.build(reference, result) if reference else None
-            expected = self._expected(result, (reference or "", ref_built), (target, built))
-            blocked = refused or self.guard.gate(lab, bs.kind, target, built, label)  # forbidden symbols, ...
-            if blocked is not None:
+            target, reference, label = bs.target, bs.reference, bs.kind
+        failed_compile = checked.build if checked.build is not None and not checked.build.ok else None
+        blocked: Block | None = checked.block
+        if blocked is None and failed_compile is None:
+            built = build(ctx, target, result)
+        else:
+            built = blocked.build if blocked is not None else failed_compile  # type: ignore[assignment]
+        ref_built = build(ctx, reference, result) if reference else None
+        expected = expected_tests(ctx, result, (reference or "", ref_built), (target, built))
+        if blocked is None and built.ok:
+            blocked = ctx.stopped()
+        if bs.kind == "student":
+            graded = sanitizer.Graded(target, ctx.builder_for(target).bin_dir, label, blocked=blocked, built=built.ok)
+        if blocked is not None:
+            blocked = Block(blocked.category, blocked.message, blocked.test_message, label, target)
+            if blocked.message not in result.messages:
                 result.messages.append(blocked.message)
-                result.tests += blocked.tests(expected or [])
-                continue
-            if not built.ok:
-                result.messages.append(f"{target} did not build: {built.message}")
-                result.tests += self._not_run(expected or [], label, built)
-                continue
-            self.progress.step(f"running {target}")
-            run = gtest.run_binary(
-                self.guard.builder_for(target).bin_dir / target,
-                expected,
-                timeout,
-                label=label,
-                env=opts.env,
-                max_consecutive_timeouts=opts.max_consecutive_timeouts,
-                on_rerun=lambda name: self.progress.step(f"re-running {name} alone"),
-                **self.guard.run_kwargs(),
-            )
-            self.guard.after_binary(target, run.tests)
-            self._take_gpu_facts(run.properties)
-            result.messages += run.notes
-            self._report_counts(target, run.tests)
+            result.tests += blocked.tests(expected or [])
+            continue
+        if not built.ok:
+            result.messages.append(f"{target} did not build: {built.message}")
+            result.tests += not_built(expected or [], label, built)
+            continue
+        run = run_binary(ctx, lab, target, label, expected, timeout)
+        result.messages += run.notes
+        if graded is not None and bs.kind == "student":
+            graded.ran = True
+        perfs = {t.name: t.perf for t in run.tests if t.perf is not None}
+        if perfs and ctx.mode == "solution":
+            for perf in perfs.values():
+                perf.reference = perf.impl  # the reference is itself: ratio 1.0
+        elif perfs and opts.reference and reference and ref_built is not None and ref_built.ok:
+            refs = reference_timings(ctx, reference, expected, timeout, list(perfs))
+            for name, perf in perfs.items():
+                perf.reference = refs.get(name)
+        elif perfs and opts.reference and reference is None:
+            result.messages.append("no reference solution in this tree: perf points cannot be scored")
+        result.tests += run.tests
+    if hidden_from is not None:  # before later stages add messages of their own
+        hidden.mark(result, lab.hidden_visibility, hidden_from)
+    result.tests += sanitizer.stage(ctx, lab, result, graded)
+    hints.annotate(result)
+    return scoring.score(ctx, lab, result, checked)
 
-            perfs = {t.name: t.perf for t in run.tests if t.perf is not None}
-            if perfs and opts.mode == "solution":
-                for perf in perfs.values():
-                    perf.reference = perf.impl  # the reference is itself: ratio 1.0
-            elif perfs and opts.reference and reference and ref_built is not None and ref_built.ok:
-                refs = self._reference_timings(reference, expected, timeout, list(perfs))
-                for name, perf in perfs.items():
-                    perf.reference = refs.get(name)
-            elif perfs and opts.reference and reference is None:
-                result.messages.append("no reference solution in this tree: perf points cannot be scored")
-            result.tests += run.tests
-        if hidden_from is not None:  # before later stages add messages of their own
-            hidden.mark(result, lab.hidden_visibility, hidden_from)
-        self.guard.after_runs(lab, result)  # the compute-sanitizer stage
-        hints.annotate(result)
-        score_lab(lab, result)
-        self.guard.after_scoring(lab, result)  # techniques withhold points; sanitizer points
-        return result
 
-    def _report_counts(self, target: str, tests: list[TestResult]) -> None:
-        counts = {s: sum(t.status is s for t in tests) for s in Status}
-        line = (
-            f"{target}: {counts[Status.PASSED]} passed, {counts[Status.FAILED]} failed, "
-            f"{counts[Status.SKIPPED]} skipped, {counts[Status.NOT_RUN]} not run"
-        )
-        (self.progress.fail if counts[Status.FAILED] or counts[Status.NOT_RUN] else self.progress.ok)(line)
+def internal_error(ctx: GradeContext, lab: Lab, err: Exception) -> LabResult:
+    """A lab the grader itself failed on: every test not run, the error said plainly, no points."""
+    import traceback
+
+    where = traceback.extract_tb(err.__traceback__)[-1] if err.__traceback__ else None
+    at = f" at {Path(where.filename).name}:{where.lineno}" if where else ""
+    why = f"the grader failed on this lab ({type(err).__name__}: {err}{at}); please report it"
+    ctx.progress.fail(f"lab {lab.name}: {why}")
+    result = LabResult(number=lab.number, name=lab.name, title=lab.title, max_score=lab.total_points)
+    result.messages.append(why)
+    result.tests += Block(Category.HARNESS, why, why).tests(ctx.known_tests(lab))
+    scoring.score_lab(lab, result)
+    return result
 
 
 def run_labs(
@@ -252,13 +259,15 @@ def run_labs(
     if options.build:
         progress.step("configuring")
         builder.configure([lab.name for lab in labs])
-    guard = Guard(root, builder, gpu, options.mode, progress, options.guard, options.build, options.timeout_s)
-    guard.start(info, labs)  # also configures a submission's own build directory
-    runner = LabRunner(builder, gpu, options, progress, info, guard)
+    ctx = GradeContext(root, builder, gpu, options, progress, info)
+    ctx.start(labs)  # also configures a submission's own build directory
     results = Results(run=info)
     for lab in labs:
-        results.labs.append(runner.run_lab(lab))
-    guard.finish(info)
+        try:
+            results.labs.append(grade_lab(ctx, lab))
+        except Exception as err:  # noqa: BLE001 - a grader bug in one lab must not lose the others' reports
+            results.labs.append(internal_error(ctx, lab, err))
+    ctx.finish()
     if not info.gpu_available and not info.gpu_reason:
         info.gpu_reason = gpu.reason
     info.finished = now_iso()

@@ -47,6 +47,9 @@ class PerfSeries:
     mean_ms: float = 0.0
     noise_pct: float = 0.0
     samples: int = 0
+    tail_ms: float = 0.0  # median time from the stop event to the device being idle (work left running)
+    calls: int = 0  # calls made, warm-up ones included
+    verified: int = -1  # calls whose output the test checked right (-1: the test checks none)
 
 
 @dataclass
@@ -56,10 +59,12 @@ class Perf:
     variants: list[PerfSeries]
     baseline: str | None = None  # the library variant the lab compares against
     label: str = ""
-    floor_ms: float | None = None  # physical floor (e.g. bytes at the measured copy throughput)
+    floor_ms: float | None = None  # practical floor (e.g. bytes at the measured copy throughput)
+    physical_floor_ms: float | None = None  # the test's own hardware floor, when the grader cannot derive one
     reference: PerfSeries | None = None  # the reference solution's "impl", measured in the same run
     points: float = 0.0
     earned: float = 0.0
+    implausible: str = ""  # why the timing cannot be believed (grader/perfcheck.py); it then earns nothing
 
     def series(self, name: str) -> PerfSeries | None:
         return next((v for v in self.variants if v.name == name), None)

@@ -1,12 +1,11 @@
-"""Untrusted submissions: staging, include checks, a build of their own, and the sandbox of every run.
+"""Untrusted submissions: staging, a build of their own, and the bubblewrap sandbox of every run.
 
 A submission is never built where it lies. stage_submission() copies only the student_files that each
 lab's lab.toml names, from <submission>/labs/NN-slug/<file>, into a fresh staging tree; everything else
 (tests, headers, CMake, the grader) comes from the pristine repository. A file is refused when it is a
-symbolic link (or lies under one), not a regular file, larger than MAX_FILE_BYTES, binary, or when its
-#includes leave the lab: '..', absolute paths, solutions/, hidden tests, test or source files, GoogleTest,
-and the headers of libraries the lab forbids. A refused lab fails with a clear message; the others
-still grade.
+symbolic link (or lies under one), not a regular file, larger than MAX_FILE_BYTES, or binary. A refused
+lab fails with a clear message; the others still grade. What the file includes and what it compiles to
+are the static checks' business (grader/static_checks.py), through the compiler itself.
 
 SubmissionBuilder builds the staged files in a build directory of their own (build/<preset>-submission):
 the same CMake project with CUDALAB_SUBMISSION_DIR pointing at the staging tree, so only the student
@@ -19,7 +18,6 @@ a private /tmp, no network, only the NVIDIA device nodes, and one writable direc
 from __future__ import annotations
 
 import errno
-import fnmatch
 import glob
 import os
 import re
@@ -35,126 +33,10 @@ from .results import BuildResult, Category
 
 MAX_FILE_BYTES = 1 << 20  # a student file larger than this is refused
 
-# Header families of libraries a lab may forbid, keyed by a word its [forbid] globs contain.
-LIBRARY_HEADERS = {
-    "cub": ("cub/*", "cub.cuh"),
-    "thrust": ("thrust/*",),
-    "cublas": ("cublas*", "cublasLt*"),
-    "cusparse": ("cusparse*",),
-    "cufft": ("cufft*",),
-    "curand": ("curand*",),
-    "cusolver": ("cusolver*",),
-    "cudnn": ("cudnn*",),
-}
-SOURCE_SUFFIXES = (".cu", ".c", ".cc", ".cpp", ".cxx", ".c++", ".o", ".a", ".so", ".ptx", ".cubin", ".fatbin")
 
 
 class StagingError(Exception):
     """The submission as a whole cannot be staged (not a directory, ...)."""
-
-
-# --- include checks --------------------------------------------------------------------------------
-
-
-def strip_comments(text: str) -> str:
-    """The source without // and /* */ comments (string and character literals kept), lines preserved."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] == "/":
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
-            j = text.find("*/", i + 2)
-            block = text[i:n if j < 0 else j + 2]
-            out.append("\n" * block.count("\n") or " ")
-            i = n if j < 0 else j + 2
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(include_next|include|import|embed)\b[ \t]*(.*)$", re.MULTILINE)
-_TARGET = re.compile(r'^(?:"([^"\n]*)"|<([^>\n]*)>)')
-_INCBIN = re.compile(r"\.incbin\b|__has_embed|#\s*embed\b")
-
-
-def forbidden_header_globs(lab: Lab) -> list[str]:
-    """Header globs of the libraries the lab's [forbid] symbols name (cub, thrust, cublas, ...)."""
-    words = " ".join(lab.forbidden_symbols).lower()
-    return [g for lib, globs in LIBRARY_HEADERS.items() if lib in words for g in globs]
-
-
-def include_problems(text: str, lab: Lab) -> list[str]:
-    """Why the source's #includes (or inline assembly that reads files) are not allowed; [] when fine."""
-    code = strip_comments(text.replace("\\\r\n", "").replace("\\\n", ""))
-    problems: list[str] = []
-    banned_headers = forbidden_header_globs(lab)
-    for m in _DIRECTIVE.finditer(code):
-        directive, rest = m.group(1), m.group(2).strip()
-        line = code.count("\n", 0, m.start()) + 1
-        where = f"line {line}: #{directive} {rest[:80]}"
-        if directive == "embed":
-            problems.append(f"{where}: #embed is not allowed in a lab file")
-            continue
-        t = _TARGET.match(rest)
-        if t is None:
-            problems.append(f"{where}: only #include \"file\" or <file> is allowed (no computed includes)")
-            continue
-        quoted = t.group(1) is not None
-        path = (t.group(1) if quoted else t.group(2)).strip()
-        why = _path_problem(path, lab, quoted, banned_headers)
-        if why:
-            problems.append(f"{where}: {why}")
-    if _INCBIN.search(code):
-        problems.append("the file reads other files at compile time (.incbin / #embed): not allowed")
-    return problems
-
-
-def _path_problem(path: str, lab: Lab, quoted: bool, banned_headers: list[str]) -> str:
-    norm = path.replace("\\", "/")
-    parts = [p for p in norm.split("/") if p]
-    name = parts[-1] if parts else ""
-    if not parts:
-        return "an empty #include"
-    if norm.startswith("/") or re.match(r"^[A-Za-z]:", norm) or "\\" in path:
-        return "includes must not use absolute paths; include only the lab's header and standard, CUDA or cudalab headers"
-    if ".." in parts:
-        return "includes must not leave the lab directory ('..')"
-    if "solutions" in parts or any("test_hidden" in p for p in parts):
-        return "the reference solutions and hidden tests are not yours to include"
-    if name.startswith("test_") or name.lower().endswith(SOURCE_SUFFIXES):
-        return "only headers may be included: not the lab's tests or other source files"
-    if parts[0] in ("gtest", "gmock") or name.startswith(("gtest", "gmock")):
-        return "GoogleTest belongs to the tests; a lab file must not include it"
-    if parts[0] == "cudalab" and name in ("gtest_cuda.hpp", "compare.hpp"):
-        return "this cudalab header belongs to the tests"
-    for g in banned_headers:
-        if fnmatch.fnmatchcase(norm, g) or fnmatch.fnmatchcase(name, g):
-            return f"the lab forbids this library ({norm}): write the code yourself"
-    if quoted and len(parts) == 1 and (lab.path / name).is_file() and name not in _contract_headers(lab):
-        return "only the lab's own header may be included from the lab directory"
-    return ""
-
-
-def _contract_headers(lab: Lab) -> set[str]:
-    try:
-        return {p.name for p in lab.path.iterdir() if p.suffix in (".cuh", ".h", ".hpp") and p.is_file()}
-    except OSError:
-        return set()
-
-
-def check_source(text: str, lab: Lab) -> list[str]:
-    """Every reason to refuse this student file's text (includes, file-reading assembly)."""
-    return include_problems(text, lab)
 
 
 # --- staging ---------------------------------------------------------------------------------------
@@ -167,7 +49,7 @@ class StagedLab:
     missing: list[str] = field(default_factory=list)  # not in the submission: the skeleton is graded
     ignored: list[str] = field(default_factory=list)  # other files of the submission's lab directory
     errors: list[str] = field(default_factory=list)  # why the lab's files were refused
-    category: Category | None = None  # COMPILE_ERROR (file refused) or FORBIDDEN_CALL (includes)
+    category: Category | None = None  # COMPILE_ERROR (file refused) or FORBIDDEN_CALL (includes, in a batch)
 
     @property
     def refused(self) -> bool:
@@ -284,11 +166,6 @@ def stage_lab(lab: Lab, submission: Path, staging_root: Path) -> StagedLab:
             staged.errors.append(why)
             staged.category = Category.COMPILE_ERROR
             continue
-        problems = check_source(data.decode("utf-8", errors="replace"), lab)
-        if problems:
-            staged.errors += [f"{shown}: {p}" for p in problems]
-            staged.category = Category.FORBIDDEN_CALL
-            continue
         target = dest_dir / rel_file
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -377,10 +254,10 @@ class SubmissionBuilder(CMakeBuilder):
         cmd += ["-B", str(self.build_dir), f"-DCUDALAB_SUBMISSION_DIR={self.submission_dir or ''}"]
         return cmd
 
-    def build(self, target: str) -> BuildResult:
+    def build(self, target: str, timeout_s: float | None = None, memory_mib: float | None = None) -> BuildResult:
         """A failed build's message and log name the student's files as they are in their repository
         (labs/03-vector-add/vector_add.cu), not by the staging folder they were compiled from."""
-        result = super().build(target)
+        result = super().build(target, timeout_s=timeout_s, memory_mib=memory_mib)
         if result.ok or self.submission_dir is None:
             return result
         return replace(result, message=self.unstaged(result.message), log=self.unstaged(result.log))

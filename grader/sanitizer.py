@@ -2,11 +2,12 @@
 
 For a lab whose lab.toml has [sanitizer] tools (or tools asked for on the command line), the student
 binary's correctness tests run under each tool at small sizes (CUDALAB_SMALL=1: large sizes and perf
-tests skip themselves), with their own time limit. The tool writes its report to a log file of its
-own (--log-file), so nothing the program prints can pass for a finding or hide one. Each tool
-becomes one result, sanitizer.<tool>: passed when it found nothing, failed (category sanitizer) with
-the kernel and file:line of each distinct finding (the builds use -lineinfo), or not run with the
-reason (no compute-sanitizer, no GPU, time limit). [sanitizer] points are shared by the tools that ran.
+tests skip themselves), with their own time limit, confined like every run (grader/runs.py). The tool
+writes its report to a pipe of its own (--log-file /proc/self/fd/N), so nothing the program prints can
+pass for a finding or hide one. Each tool becomes one result, sanitizer.<tool>: passed when it found
+nothing, failed (category sanitizer) with the kernel and file:line of each distinct finding (the builds
+use -lineinfo), or not run with the reason (no compute-sanitizer, no GPU, time limit). [sanitizer]
+points are shared by the tools that ran.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from . import gtest, process
+from . import process, runs
 from .labs import Lab
 from .results import Category, LabResult, Status, TaskScore, TestResult
 from .text import truncate
@@ -30,7 +31,6 @@ PRINT_LIMIT = 20
 MAX_SHOWN = 5
 SUITE = "sanitizer"
 TASK_ID = "sanitizer"
-SMALL_ENV = {"CUDALAB_SMALL": "1"}
 CORRECTNESS_FILTER = "-*Perf.*"
 
 _PREFIX = re.compile(r"^=+ ?")
@@ -155,7 +155,7 @@ class ToolRun:
     findings: list[Finding]
 
 
-def sanitizer_argv(sanitizer: str, tool: str, log_file: Path) -> list[str]:
+def sanitizer_argv(sanitizer: str, tool: str, log_file: Path | str) -> list[str]:
     argv = [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE), "--print-limit", str(PRINT_LIMIT),
             "--log-file", str(log_file)]
     if tool == "memcheck":
@@ -169,32 +169,25 @@ def run_tool(
     binary: Path,
     timeout_s: float,
     env: Mapping[str, str] | None = None,
-    policy: gtest.RunPolicy | None = None,
+    policy: runs.RunPolicy | None = None,
     label: str = "student",
 ) -> ToolRun:
     """One tool over the binary's correctness tests at small sizes."""
-    policy = policy or gtest.DEFAULT_POLICY
+    policy = policy or runs.DEFAULT_POLICY
     name = f"{SUITE}.{tool}"
-    workdir = Path(tempfile.mkdtemp(prefix="cudalab-sanitizer-"))
-    try:
-        log = workdir / f"sanitizer-{os.urandom(6).hex()}.log"
-        out = workdir / f"results-{os.urandom(6).hex()}.json"
-        argv = [*sanitizer_argv(sanitizer, tool, log), str(Path(binary).resolve()), f"--gtest_output=json:{out}",
-                "--gtest_color=no", f"--gtest_filter={CORRECTNESS_FILTER}"]
-        limit = policy.timeout(timeout_s)
-        # The tool runs threads of its own: CPU time may well exceed wall time.
-        limits = process.Limits(cpu_s=int(limit * 8 + 60), file_bytes=policy.limits.file_bytes,
-                                nproc=policy.limits.nproc)
-        wrapper = policy.sandbox(workdir) if policy.sandbox else []
-        run_env = gtest.test_env({**(env or {}), **SMALL_ENV})
-        proc = process.run(argv, limit, env=run_env, cwd=workdir, limits=limits, wrapper=wrapper)
-        try:
-            text = log.read_text(errors="replace") if log.is_file() else ""
-        except OSError:
-            text = ""
-        finished = out.is_file()  # the tests ran to the end under the tool
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    limit = policy.timeout(timeout_s)
+    # The tool runs threads of its own: CPU time may well exceed wall time.
+    limits = process.Limits(cpu_s=int(limit * 8 + 60), file_bytes=policy.limits.file_bytes, nproc=policy.limits.nproc)
+    tool_policy = replace(policy, limits=limits)
+    tool_root = str(Path(sanitizer).resolve().parent.parent)
+    launched = runs.launch(Path(binary), [f"--gtest_filter={CORRECTNESS_FILTER}"], limit, env, tool_policy, small=True,
+                           prefix=lambda ch: sanitizer_argv(sanitizer, tool, ch[0].path), extra_channels=1,
+                           exec_roots=[tool_root])
+    proc = launched.proc
+    text = launched.extra[0].decode(errors="replace")
+    # The tests ran to the end under the tool, and the harness saw the tool attached and small mode on.
+    attempt = runs.read_launch(launched, label, verify=policy.verify)
+    finished = attempt.parsed is not None
     findings, total = parse_log(text, tool)
     result = TestResult(name=name, status=Status.PASSED, kind="correctness", binary=label, duration_s=proc.duration_s,
                         properties={"sanitizer_tool": tool})
@@ -222,10 +215,71 @@ def run_tool(
         result.status = Status.NOT_RUN
         result.category = Category.HARNESS
         result.message = f"compute-sanitizer {tool} gave no verdict: the program ended ({why}) before the tool reported"
+        if attempt.report_error and not attempt.report_missing:
+            result.message += f" ({attempt.report_error})"
         tail = "\n".join(proc.output.splitlines()[-8:])
         if tail.strip():
             result.message += "\n\nLast output:\n" + tail[-1_500:]
     return ToolRun(tool, result, findings)
+
+
+@dataclass
+class Graded:
+    """The binary the sanitizer stage runs: the lab's student binary (the solution's in solution mode)."""
+
+    target: str
+    bin_dir: Path
+    label: str = "student"
+    blocked: Any = None  # the Block that kept it from running (grader/context.py), if any
+    built: bool = True
+    ran: bool = False
+
+
+def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[TestResult]:
+    """The compute-sanitizer stage: each of the lab's tools over the graded binary, or why not."""
+    tools = tools_for(lab, ctx.options.sanitizer_tools)
+    if not tools or graded is None:
+        return []
+    label = graded.label
+    if graded.blocked is not None or not graded.ran:
+        why = graded.blocked.test_message if graded.blocked is not None else "the binary did not build"
+        return not_run(tools, why, label=label)
+    if not ctx.gpu.available or _saw_no_gpu(result):
+        out = not_run(tools, "no GPU on this machine", Category.NO_GPU, label)
+        for t in out:
+            t.status = Status.SKIPPED
+        return out
+    tool_path = find_sanitizer()
+    if tool_path is None:
+        out = not_run(tools, "compute-sanitizer is not installed (it comes with the CUDA toolkit)", label=label)
+        for t in out:
+            t.status = Status.SKIPPED
+        return out
+    timeout = float(lab.sanitizer.get("timeout_s", 0) or 0) or (
+        3 * ctx.options.timeout_s if ctx.options.timeout_s else lab.timeout_s)
+    out = []
+    for tool in tools:
+        stop = ctx.stopped()
+        if stop is not None:
+            out += not_run([tool], stop.test_message, stop.category, label)
+            continue
+        ctx.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
+        run = run_tool(tool_path, tool, graded.bin_dir / graded.target, timeout, env=ctx.options.env,
+                       policy=ctx.policy, label=label)
+        (ctx.progress.ok if run.result.status is Status.PASSED else ctx.progress.fail)(
+            f"{run.result.name}: {run.result.status.value}"
+            + (f" ({len(run.findings)} distinct finding(s))" if run.findings else "")
+        )
+        out.append(run.result)
+        if run.result.status is not Status.PASSED:
+            ctx.after_fault(f"compute-sanitizer {tool}")
+    return out
+
+
+def _saw_no_gpu(result: LabResult) -> bool:
+    """Every test of the lab skipped for lack of a GPU: the binary saw none."""
+    gpu_tests = [t for t in result.tests if t.category is Category.NO_GPU]
+    return bool(gpu_tests) and len(gpu_tests) == len([t for t in result.tests if not t.name.startswith(f"{SUITE}.")])
 
 
 def tools_for(lab: Lab, override: list[str] | None = None) -> list[str]:

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .gtest import SMALL_MODE_SKIP
 from .labs import Lab, PerfGoal
 from .results import LabResult, Status, TaskScore, TestResult
@@ -77,4 +79,50 @@ def score_lab(lab: Lab, result: LabResult) -> LabResult:
     result.tasks = list(tasks.values()) + ([loose] if loose.perf_points else [])
     result.max_score = lab.total_points
     result.score = round(sum(t.earned + t.perf_earned for t in result.tasks), 4)
+    return result
+
+
+# --- the score stage -------------------------------------------------------------------------------
+
+
+def score(ctx: Any, lab: Lab, result: LabResult, checked: Any) -> LabResult:
+    """The last stage of a lab: the rubric (score_lab), then what can take points away again: timings
+    that cannot be believed (grader/perfcheck.py), missing techniques (grader/techniques.py), and the
+    sanitizer's share."""
+    from . import hints, perfcheck, sanitizer, techniques
+
+    score_lab(lab, result)
+    gpu = ctx.info.gpu
+    for test in result.tests:
+        perf = test.perf
+        if perf is None or test.status is not Status.PASSED:
+            continue
+        why = perfcheck.implausible(perf, gpu, scored=perf.points > 0)
+        if not why:
+            continue
+        perf.implausible = why
+        if perf.earned:
+            owner = next((t for t in result.tasks if t.id == test.task), None)
+            if owner is not None:
+                owner.perf_earned = round(max(0.0, owner.perf_earned - perf.earned), 4)
+                owner.notes.append(f"{test.name}: no perf points: {why}")
+            result.score = round(max(0.0, result.score - perf.earned), 4)
+            perf.earned = 0.0
+        if why not in result.messages:
+            result.messages.append(f"{test.name}: {why}")
+    if checked is not None and checked.block is None and (checked.build is None or checked.build.ok) and lab.techniques:
+        from .static_checks import contract_for, ptx_of
+
+        ctx.progress.step(f"checking the techniques of lab {lab.name}")
+        outcomes, notes = techniques.check_all(lab, checked.obj, contract_for(checked), ptx_of(checked))
+        result.messages += [n for n in notes if n not in result.messages]
+        label = "solution" if ctx.mode == "solution" else "student"
+        withheld = techniques.apply_techniques(lab, result, outcomes, label)
+        missing = [o for o in outcomes if not o.found]
+        if missing:
+            ctx.progress.fail(f"{len(missing)} technique(s) missing: {withheld:g} point(s) withheld")
+        elif outcomes:
+            ctx.progress.ok(f"{len(outcomes)} technique(s) found")
+    sanitizer.apply_points(lab, result, [t for t in result.tests if t.name.startswith(f"{sanitizer.SUITE}.")])
+    hints.annotate(result)
     return result

@@ -31,9 +31,10 @@ def perf_properties(impl_ms: float, baseline_ms: float = 1.0) -> dict[str, str]:
         "perf_metric": "GB/s", "perf_work": "1.2e+07", "perf_variants": "impl,lib", "perf_baseline": "lib",
         "perf_label": "N = 2^20", "perf_floor_ms": "0.5",
         "impl.median_ms": str(impl_ms), "impl.min_ms": str(impl_ms), "impl.mean_ms": str(impl_ms),
-        "impl.noise_pct": "0.5", "impl.samples": "10",
+        "impl.noise_pct": "0.5", "impl.samples": "10", "impl.calls": "12", "impl.verified": "12",
+        "impl.tail_ms": "0.012",
         "lib.median_ms": str(baseline_ms), "lib.min_ms": str(baseline_ms), "lib.mean_ms": str(baseline_ms),
-        "lib.noise_pct": "0.4", "lib.samples": "10",
+        "lib.noise_pct": "0.4", "lib.samples": "10", "lib.tail_ms": "0.011",
     }
 
 

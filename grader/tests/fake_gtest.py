@@ -7,7 +7,9 @@ GoogleTest's shape at the end of the run (as gtest does: a crash or a hang leave
    "tests": [{"name": "Suite.Test/1", "do": "pass" | "fail" | "skip" | "segv" | "abort" | "hang" |
               "cuda_error" | "sticky" | "exit0" | "exit3" | "spam", ...}],
    "corrupt_output": false,              # write a truncated JSON file instead
-   "list_fails": false}                  # --gtest_list_tests exits 1
+   "list_fails": false,                  # --gtest_list_tests exits 1
+   "echo": true}                         # echo the run's nonce, small mode and sanitizer in the report,
+                                         # as the harness does (false: a report that does not)
 
 Per test: "message" (fail), "reason" (skip), "error" (cuda_error / sticky: the cudaError name),
 "properties" (recorded properties, e.g. perf_* for perf tests). "sticky": the test fails with a CUDA
@@ -99,8 +101,13 @@ def main() -> int:
         suites.setdefault(suite, []).append(entry)
     if out and out.startswith("json:"):
         failures = sum(1 for v in suites.values() for e in v if e.get("failures"))
+        echo = {}
+        if spec.get("echo", True):  # what cudalab's harness records from the grader's variables
+            echo = {"run_nonce": os.environ.get("CUDALAB_RUN_NONCE", ""),
+                    "small_mode": "true" if os.environ.get("CUDALAB_SMALL", "") not in ("", "0") else "false",
+                    "sanitizer_attached": "true" if os.environ.get("CUDA_INJECTION64_PATH") else "false"}
         report = {"tests": sum(len(v) for v in suites.values()), "failures": failures, "disabled": 0, "errors": 0,
-                  "time": "0.1s", "name": "AllTests", **spec.get("root", {}),
+                  "time": "0.1s", "name": "AllTests", **spec.get("root", {}), **echo,
                   "testsuites": [{"name": s, "tests": len(v), "testsuite": v} for s, v in suites.items()]}
         text = json.dumps(report, indent=2)
         with open(out[5:], "w") as f:

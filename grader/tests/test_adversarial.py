@@ -15,15 +15,15 @@ from grader.environment import choose_preset, probe_gpu
 from grader.labs import discover
 from grader.results import Category, Status
 from grader.sandbox import stage_submission
-from grader.techniques import Inspector, forbidden_hits
 
 from .adversarial import runner
+from .compile_helpers import BUILD, compile_like_cmake, static_findings
 
 ROOT = runner.ROOT
 CASES = runner.load_cases()
 GPU_FREE = [c for c in CASES if not c.needs_gpu]
 GPU_CASES = [c for c in CASES if c.needs_gpu]
-LAB03 = next(lab for lab in discover(ROOT) if lab.name == "03-vector-add")
+LABS = {lab.name: lab for lab in discover(ROOT)}
 CATEGORIES = {c.value for c in Category}
 STATUSES = {s.value for s in Status}
 
@@ -51,7 +51,8 @@ def machine() -> dict:
 
 
 def test_every_case_is_well_formed() -> None:
-    assert len(CASES) >= 18 and GPU_FREE and GPU_CASES
+    assert len(CASES) >= 40 and GPU_FREE and GPU_CASES
+    assert len({c.lab for c in CASES}) >= 6  # spread over the labs, not lab 03 alone
     for case in CASES:
         assert case.description and case.how and case.expects, case.name
         for e in case.expects:
@@ -59,21 +60,23 @@ def test_every_case_is_well_formed() -> None:
             assert not e.category or e.category in CATEGORIES, (case.name, e.category)
             assert not e.status or e.status in STATUSES, (case.name, e.status)
             assert e.match in ("any", "all"), case.name
-        source = case.dir / "labs" / LAB03.name / "vector_add.cu"
-        patch = case.dir / runner.PATCH
+        lab = runner.case_lab(case)
+        source = case.dir / "labs" / lab.name / lab.student_files[0]
+        patch = runner.patch_of(case)
         assert source.is_symlink() or source.is_file() or patch.is_file() or case.generate, case.name
         assert case.patch_base in ("solution", "skeleton"), case.name
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_materializes_with_its_fault(case: runner.Case, tmp_path: Path) -> None:
-    """Each patch still applies to lab 03 as it is now, and changes the file it starts from."""
+    """Each patch still applies to its lab as it is now, and changes the file it starts from."""
+    lab = runner.case_lab(case)
     submission = runner.materialize(case, tmp_path / "submission")
-    student = submission / "labs" / LAB03.name / "vector_add.cu"
+    student = submission / "labs" / lab.name / lab.student_files[0]
     assert student.is_symlink() or student.is_file(), case.name
-    if (case.dir / runner.PATCH).is_file():
-        base_dir = ROOT / ("solutions" if case.patch_base == "solution" else "labs") / LAB03.name
-        assert student.read_text() != (base_dir / "vector_add.cu").read_text(), case.name
+    if runner.patch_of(case).is_file():
+        base_dir = lab.solution_dir if case.patch_base == "solution" else lab.path
+        assert student.read_text() != (base_dir / lab.student_files[0]).read_text(), case.name
 
 
 def test_patch_that_no_longer_fits_fails_loudly() -> None:
@@ -101,15 +104,21 @@ def test_gpu_free_case_is_classified(case: runner.Case, machine: dict, tmp_path:
 
 @pytest.mark.parametrize("case", GPU_CASES, ids=[c.name for c in GPU_CASES])
 def test_gpu_case_passes_the_static_checks(case: runner.Case, tmp_path: Path) -> None:
-    """A GPU case must be caught by running it, not before: it stages, compiles, and uses nothing forbidden."""
+    """A GPU case must be caught by running it, not before: it stages, compiles, and the static checks
+    (includes through the preprocessor, the allowlists over the object) find nothing to refuse."""
+    lab = runner.case_lab(case)
     submission = runner.materialize(case, tmp_path / "submission")
-    staged = stage_submission([LAB03], submission, tmp_path / "staging")
-    lab = staged.lab(LAB03.name)
-    assert lab is not None and not lab.refused and lab.files == ["vector_add.cu"], lab
-    if find_nvcc() is None or shutil.which("nm") is None:
-        pytest.skip("nvcc and nm are needed to compile the case")
-    symbols = Inspector(ROOT).symbols(LAB03, staged.path_of(LAB03, "vector_add.cu"), "lab03_student", None)
-    assert forbidden_hits(symbols, LAB03) == []
+    staged = stage_submission([lab], submission, tmp_path / "staging")
+    s = staged.lab(lab.name)
+    assert s is not None and not s.refused and s.files == [lab.student_files[0]], s
+    if find_nvcc() is None or shutil.which("objdump") is None:
+        pytest.skip("nvcc and binutils are needed to compile the case")
+    if BUILD is None:
+        pytest.skip("the contract comes from the built test objects: build the labs first (make test does)")
+    source = staged.path_of(lab, lab.student_files[0])
+    obj, log = compile_like_cmake(lab, source, tmp_path / "obj")
+    assert obj is not None, log
+    assert static_findings(lab, source, obj) == []
 
 
 def test_run_gpu_without_gpu_skips_gpu_cases(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -149,6 +158,7 @@ def test_runner_check_semantics() -> None:
 def test_console_is_quiet_about_internal_paths() -> None:
     """The cases name what they plant in a header comment, so a report reader can tell them apart."""
     for case in CASES:
-        source = case.dir / "labs" / LAB03.name / "vector_add.cu"
+        lab = runner.case_lab(case)
+        source = case.dir / "labs" / lab.name / lab.student_files[0]
         if source.is_file() and not source.is_symlink():
             assert "ADVERSARIAL CASE" in io.StringIO(source.read_text()).readline(), case.name

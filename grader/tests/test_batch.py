@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from grader import batch as batch_mod
-from grader import cli, gtest
+from grader import cli, gtest, runs
 from grader.batch import BatchGrader, Student, find_students, fingerprint, format_eta, run_batch
 from grader.cmake import failed_build
 from grader.environment import GpuProbe
@@ -89,14 +89,14 @@ def fakes(lab_root: Path, monkeypatch):
 
     main = FakeBuilder(lab_root / "build" / "pristine", {"lab01_solution": spec(add_tests())})
     reference_runs: list[str] = []
-    real_run_binary = gtest.run_binary
+    real_run_binary = runs.run_binary
 
     def counting_run_binary(binary, *args, **kwargs):
         if Path(binary).name == "lab01_solution":
             reference_runs.append(kwargs.get("gtest_filter") or "")
         return real_run_binary(binary, *args, **kwargs)
 
-    monkeypatch.setattr(gtest, "run_binary", counting_run_binary)
+    monkeypatch.setattr(runs, "run_binary", counting_run_binary)
     monkeypatch.setattr(batch_mod.os, "cpu_count", lambda: 4)
     return {
         "main": main,

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader import gtest, process
+from grader import gtest, process, runs
 from grader.results import Category, Status
 
 from .conftest import NO_GPU_REASON, NO_GPU_ROOT, make_binary, perf_properties, spec
@@ -14,7 +14,7 @@ from .conftest import NO_GPU_REASON, NO_GPU_ROOT, make_binary, perf_properties, 
 TIMEOUT = 1.5
 
 
-def by_name(run: gtest.BinaryRun) -> dict[str, Any]:
+def by_name(run: runs.BinaryRun) -> dict[str, Any]:
     return {t.name: t for t in run.tests}
 
 
@@ -24,9 +24,9 @@ def test_clean_run_needs_no_rerun(tmp_path: Path) -> None:
         {"name": "S.B", "do": "fail", "message": "3 of 4 elements differ"},
         {"name": "SPerf.C", "do": "pass", "properties": perf_properties(2.0)},
     ]))
-    expected = gtest.list_tests(binary)
+    expected = runs.list_tests(binary)
     assert expected == ["S.A", "S.B", "SPerf.C"]
-    run = gtest.run_binary(binary, expected, TIMEOUT)
+    run = runs.run_binary(binary, expected, TIMEOUT)
     assert run.reran == [] and run.notes == []
     assert [t.status for t in run.tests] == [Status.PASSED, Status.FAILED, Status.PASSED]
     assert run.tests[2].kind == "perf" and run.tests[2].perf.impl.median_ms == 2.0
@@ -39,7 +39,7 @@ def test_segfault_is_attributed_to_its_test(tmp_path: Path) -> None:
         {"name": "S.Crashes", "do": "segv"},
         {"name": "S.After", "do": "fail", "message": "wrong"},
     ]))
-    run = gtest.run_binary(binary, gtest.list_tests(binary), TIMEOUT)
+    run = runs.run_binary(binary, runs.list_tests(binary), TIMEOUT)
     tests = by_name(run)
     assert run.reran == ["S.Before", "S.Crashes", "S.After"]
     assert tests["S.Before"].status is Status.PASSED
@@ -56,7 +56,7 @@ def test_hang_times_out_and_kills_the_process_group(tmp_path: Path) -> None:
         {"name": "S.Hangs", "do": "hang"},
     ]))
     start = time.monotonic()
-    run = gtest.run_binary(binary, gtest.list_tests(binary), 1.0)
+    run = runs.run_binary(binary, runs.list_tests(binary), 1.0)
     assert time.monotonic() - start < 4.0  # the full run and the hang's own re-run, 1 s each
     tests = by_name(run)
     assert tests["S.Ok"].status is Status.PASSED
@@ -80,7 +80,7 @@ def test_process_group_is_killed(tmp_path: Path) -> None:
 def test_consecutive_timeouts_stop_the_reruns(tmp_path: Path) -> None:
     tests = [{"name": f"S.Hang{i}", "do": "hang"} for i in range(4)] + [{"name": "S.Last", "do": "pass"}]
     binary = make_binary(tmp_path / "bin", spec(tests))
-    run = gtest.run_binary(binary, gtest.list_tests(binary), 1.0, max_consecutive_timeouts=2)
+    run = runs.run_binary(binary, runs.list_tests(binary), 1.0, max_consecutive_timeouts=2)
     results = by_name(run)
     assert run.reran == ["S.Hang0", "S.Hang1"]
     assert results["S.Hang0"].category is Category.TIMEOUT and results["S.Hang0"].status is Status.FAILED
@@ -97,7 +97,7 @@ def test_sticky_cuda_error_is_rerun_alone(tmp_path: Path) -> None:
         {"name": "S.Victim1", "do": "pass"},
         {"name": "S.Victim2", "do": "fail", "message": "really wrong"},
     ]))
-    run = gtest.run_binary(binary, gtest.list_tests(binary), TIMEOUT)
+    run = runs.run_binary(binary, runs.list_tests(binary), TIMEOUT)
     results = by_name(run)
     assert run.reran == ["S.Victim1", "S.Victim2"]
     assert results["S.Faults"].category is Category.CUDA_ERROR
@@ -111,7 +111,7 @@ def test_exit_codes_without_results(tmp_path: Path) -> None:
         {"name": "S.ExitsThree", "do": "exit3"},
         {"name": "S.Aborts", "do": "abort"},
     ]))
-    results = by_name(gtest.run_binary(binary, gtest.list_tests(binary), TIMEOUT))
+    results = by_name(runs.run_binary(binary, runs.list_tests(binary), TIMEOUT))
     assert results["S.ExitsZero"].category is Category.HARNESS
     assert "without writing its results" in results["S.ExitsZero"].message
     assert results["S.ExitsThree"].category is Category.CRASH and "code 3" in results["S.ExitsThree"].message
@@ -120,14 +120,14 @@ def test_exit_codes_without_results(tmp_path: Path) -> None:
 
 def test_corrupt_results_are_a_harness_error(tmp_path: Path) -> None:
     binary = make_binary(tmp_path / "bin", spec([{"name": "S.A", "do": "pass"}], corrupt_output=True))
-    run = gtest.run_binary(binary, ["S.A"], TIMEOUT)
+    run = runs.run_binary(binary, ["S.A"], TIMEOUT)
     assert run.tests[0].category is Category.HARNESS and run.tests[0].status is Status.FAILED
     assert "unreadable" in run.tests[0].message
 
 
 def test_unexpected_tests_are_dropped_and_missing_ones_reported(tmp_path: Path) -> None:
     binary = make_binary(tmp_path / "bin", spec([{"name": "S.A", "do": "pass"}, {"name": "S.Sneaky", "do": "pass"}]))
-    run = gtest.run_binary(binary, ["S.A", "S.Gone"], TIMEOUT)
+    run = runs.run_binary(binary, ["S.A", "S.Gone"], TIMEOUT)
     results = by_name(run)
     assert "S.Sneaky" not in results
     assert any("S.Sneaky" in n for n in run.notes)
@@ -139,21 +139,21 @@ def test_filter_runs_only_matching_tests(tmp_path: Path) -> None:
         {"name": "SCorrectness.A", "do": "segv"},
         {"name": "SPerf.B", "do": "pass", "properties": perf_properties(1.0)},
     ]))
-    run = gtest.run_binary(binary, ["SCorrectness.A", "SPerf.B"], TIMEOUT, gtest_filter="*Perf.*", label="solution")
+    run = runs.run_binary(binary, ["SCorrectness.A", "SPerf.B"], TIMEOUT, gtest_filter="*Perf.*", label="solution")
     assert [t.name for t in run.tests] == ["SPerf.B"] and run.reran == []
     assert run.tests[0].binary == "solution"
 
 
 def test_no_expected_list_falls_back_to_listing(tmp_path: Path) -> None:
     binary = make_binary(tmp_path / "bin", spec([{"name": "S.A", "do": "pass"}, {"name": "S.B", "do": "segv"}]))
-    run = gtest.run_binary(binary, None, TIMEOUT)
+    run = runs.run_binary(binary, None, TIMEOUT)
     assert [t.name for t in run.tests] == ["S.A", "S.B"]
     assert run.tests[1].category is Category.CRASH
 
 
 def test_no_gpu_skips(tmp_path: Path) -> None:
     binary = make_binary(tmp_path / "bin", spec([{"name": "S.A", "do": "skip", "reason": NO_GPU_REASON}], root=NO_GPU_ROOT))
-    run = gtest.run_binary(binary, ["S.A"], TIMEOUT)
+    run = runs.run_binary(binary, ["S.A"], TIMEOUT)
     assert run.tests[0].status is Status.SKIPPED and run.tests[0].category is Category.NO_GPU
     assert run.properties["gpu_name"] == "none"
 
@@ -169,7 +169,7 @@ def test_output_is_bounded(tmp_path: Path) -> None:
 def test_list_failure_is_an_error(tmp_path: Path) -> None:
     binary = make_binary(tmp_path / "bin", spec([{"name": "S.A"}], list_fails=True))
     try:
-        gtest.list_tests(binary)
+        runs.list_tests(binary)
     except gtest.GtestError as err:
         assert "exit code 1" in str(err)
     else:
@@ -178,5 +178,5 @@ def test_list_failure_is_an_error(tmp_path: Path) -> None:
 
 def test_gtest_env_is_scrubbed(monkeypatch) -> None:
     monkeypatch.setenv("GTEST_FILTER", "Nothing.*")
-    env = gtest.test_env({"CUDALAB_SMALL": "1"})
+    env = runs.test_env({"CUDALAB_SMALL": "1"})
     assert "GTEST_FILTER" not in env and env["CUDALAB_SMALL"] == "1"

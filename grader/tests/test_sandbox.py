@@ -1,5 +1,6 @@
-"""Untrusted submissions: staging, include checks, the submission's build, bubblewrap, resource limits,
-results-file integrity, the global time limit and the GPU health probe (no GPU, no nvcc)."""
+"""Untrusted submissions: staging, the submission's build, bubblewrap, resource limits, report integrity,
+the global time limit and the GPU health probe (no GPU, no nvcc). The include checks are in
+test_includes.py, the object checks in test_objcheck.py, the supervisor in test_confine.py."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import gtest, process
+from grader import gtest, process, runs
 from grader.environment import GpuProbe
 from grader.health import HealthMonitor, default_cap_s
-from grader.integrity import GuardOptions
 from grader.labs import discover
 from grader.pipeline import RunOptions, exit_code, run_labs
 from grader.progress import Progress
@@ -27,11 +27,8 @@ from grader.sandbox import (
     StagingError,
     SubmissionBuilder,
     bwrap_prefix,
-    check_source,
-    include_problems,
     probe_sandbox,
     stage_submission,
-    strip_comments,
 )
 
 from .conftest import FIXTURES, FakeBuilder, add_tests, make_binary, spec
@@ -47,57 +44,6 @@ def submission(tmp_path: Path, text: str = "int x;\n", name: str = "vector_add.c
     (sub / "labs" / LAB03.name).mkdir(parents=True)
     (sub / "labs" / LAB03.name / name).write_text(text)
     return sub
-
-
-# --- includes ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("line, why", [
-    ('#include "../../solutions/03-vector-add/vector_add.cu"', "'..'"),
-    ("#include </etc/passwd>", "absolute"),
-    ('#include "solutions/03-vector-add/vector_add.cuh"', "solutions"),
-    ('#include "test_hidden_vector_add.cu"', "hidden"),
-    ('#include "test_vector_add.cu"', "tests"),
-    ("#include <vector_add.cu>", "source files"),
-    ("#include <gtest/gtest.h>", "GoogleTest"),
-    ("#include <cudalab/gtest_cuda.hpp>", "belongs to the tests"),
-    ("#include <thrust/transform.h>", "forbids"),
-    ("#include <cublas_v2.h>", "forbids"),
-    ("#include HEADER", "computed"),
-    ("  #  include_next <x/../y.h>", "'..'"),
-    ('#include "lab.toml"', "lab's own header"),
-    ("#embed \"secret.bin\"", "#embed"),
-    ('asm(".incbin \\"x\\"");', "incbin"),
-])
-def test_bad_includes_are_rejected(line: str, why: str) -> None:
-    problems = include_problems(f"int a;\n{line}\nint b;\n", LAB03)
-    assert problems and why in " ".join(problems), problems
-
-
-def test_allowed_includes() -> None:
-    text = """#include "vector_add.cuh"
-#include <cuda_runtime.h>
-#include <cooperative_groups/reduce.h>
-#include <cuda/atomic>
-#include <cudalab/check.cuh>
-#include <vector>
-// #include "../../solutions/03-vector-add/vector_add.cu"   (a comment)
-/* #include <thrust/sort.h> */
-const char* s = "#include <gtest/gtest.h>";
-"""
-    assert include_problems(text, LAB03) == []
-
-
-def test_comments_are_stripped_but_lines_kept() -> None:
-    assert strip_comments("a // b\nc /* d\ne */ f\n'/' \"//x\"") == "a \nc \n f\n'/' \"//x\""
-
-
-def test_every_solution_and_skeleton_passes_the_include_check() -> None:
-    for lab in REAL_LABS.values():
-        for file in lab.student_files:
-            for path in (lab.path / file, lab.solution_dir / file):
-                if path.is_file():
-                    assert check_source(path.read_text(), lab) == [], path
 
 
 # --- staging -----------------------------------------------------------------------------------------
@@ -168,10 +114,11 @@ def test_non_regular_oversized_and_binary_files_are_refused(tmp_path: Path) -> N
     assert "not a regular file" in stage_submission([LAB03], d, tmp_path / "s").lab(LAB03.name).errors[0]
 
 
-def test_bad_includes_refuse_the_lab_as_forbidden(tmp_path: Path) -> None:
+def test_staging_does_not_read_the_code(tmp_path: Path) -> None:
+    """What a file includes is for the static checks, through the preprocessor: staging copies it as it is."""
     sub = submission(tmp_path, '#include "../../solutions/03-vector-add/vector_add.cu"\n')
     lab = stage_submission([LAB03], sub, tmp_path / "s").lab(LAB03.name)
-    assert lab.refused and lab.category is Category.FORBIDDEN_CALL and "line 1" in lab.errors[0]
+    assert not lab.refused and lab.files == ["vector_add.cu"]
 
 
 def test_submission_must_be_a_directory(tmp_path: Path) -> None:
@@ -209,7 +156,7 @@ def test_submission_build_errors_name_the_students_paths(tmp_path: Path, monkeyp
     b = SubmissionBuilder(tmp_path, "ci", 2, submission_dir=stage)
     log = f"{stage}/labs/03-vector-add/vector_add.cu(20): error: expected a \";\"\n"
 
-    def failing(self, target: str) -> BuildResult:
+    def failing(self, target: str, **limits) -> BuildResult:
         return failed_build(target, log)
 
     monkeypatch.setattr(CMakeBuilder, "build", failing)
@@ -218,7 +165,7 @@ def test_submission_build_errors_name_the_students_paths(tmp_path: Path, monkeyp
         'compile error: labs/03-vector-add/vector_add.cu(20): error: expected a ";"'
     )
     assert str(stage) not in result.log and "labs/03-vector-add/vector_add.cu(20)" in result.log
-    monkeypatch.setattr(CMakeBuilder, "build", lambda self, target: BuildResult(target, ok=True, log=log))
+    monkeypatch.setattr(CMakeBuilder, "build", lambda self, target, **limits: BuildResult(target, ok=True, log=log))
     assert b.build("lab03_student").log == log  # a successful build's log is left as it was
 
 
@@ -262,7 +209,7 @@ def test_runs_go_through_the_sandbox(tmp_path: Path, lab_root: Path) -> None:
     original = sandbox.find_bwrap
     sandbox.find_bwrap = lambda: working  # type: ignore[assignment]
     try:
-        results = run_labs(lab_root, discover(lab_root), builder, GPU, RunOptions(guard=GuardOptions()),
+        results = run_labs(lab_root, discover(lab_root), builder, GPU, RunOptions(),
                            Progress(stream=io.StringIO()))
     finally:
         sandbox.find_bwrap = original  # type: ignore[assignment]
@@ -340,23 +287,24 @@ tests = [{{"name": n, "status": "RUN", "result": "COMPLETED", "time": "0s"}} for
 json.dump({{"tests": 2, "failures": 0, "testsuites": [{{"name": "S", "tests": 2, "testsuite": tests}}]}}, open(out, "w"))
 """)
     forger.chmod(0o755)
-    run = gtest.run_binary(forger, ["S.A", "S.B"], 5)
+    run = runs.run_binary(forger, ["S.A", "S.B"], 5)
     assert [t.status for t in run.tests] == [Status.FAILED, Status.FAILED]
     assert all(t.category is Category.HARNESS and "not written by the test harness" in t.message for t in run.tests)
-    unchecked = gtest.run_binary(forger, ["S.A", "S.B"], 5, policy=gtest.RunPolicy(verify=False))
+    unchecked = runs.run_binary(forger, ["S.A", "S.B"], 5, policy=runs.RunPolicy(verify=False))
     assert [t.status for t in unchecked.tests] == [Status.PASSED, Status.PASSED]
 
 
-def test_results_path_is_unpredictable(tmp_path: Path) -> None:
+def test_the_report_comes_through_a_pipe(tmp_path: Path) -> None:
+    """The binary is told to write its report to /proc/self/fd/N, a pipe the grader reads while it runs:
+    there is no results file that it, or anything it leaves behind, could rewrite later."""
     seen = tmp_path / "argv"
     binary = tmp_path / "bin"
     binary.write_text(f'#!/bin/sh\necho "$@" >> {seen}\n')
     binary.chmod(0o755)
-    gtest.run_once(binary, 5)
-    gtest.run_once(binary, 5)
-    paths = [ln.split("json:")[1].split()[0] for ln in seen.read_text().splitlines()]
-    assert len(set(paths)) == 2 and all("results-" in p for p in paths)
-    assert Path(paths[0]).parent != Path(paths[1]).parent
+    first = runs.run_once(binary, 5)
+    assert first.parsed is None and first.report_missing
+    out = seen.read_text().split("json:")[1].split()[0]
+    assert out.startswith("/proc/self/fd/")
 
 
 # --- the global time limit, per-group timeouts, GPU health -------------------------------------------
@@ -364,8 +312,8 @@ def test_results_path_is_unpredictable(tmp_path: Path) -> None:
 
 def test_expired_deadline_runs_nothing(tmp_path: Path) -> None:
     binary = make_binary(tmp_path / "bin", spec([{"name": "S.A", "do": "pass"}]))
-    policy = gtest.RunPolicy(deadline=time.monotonic() - 1, cap_s=5)
-    run = gtest.run_binary(binary, ["S.A"], 5, policy=policy)
+    policy = runs.RunPolicy(deadline=time.monotonic() - 1, cap_s=5)
+    run = runs.run_binary(binary, ["S.A"], 5, policy=policy)
     assert run.tests[0].status is Status.NOT_RUN and run.tests[0].category is Category.TIMEOUT
     assert "global time limit (5 s)" in run.tests[0].message
 
@@ -374,8 +322,8 @@ def test_deadline_cuts_the_reruns(tmp_path: Path) -> None:
     tests = [{"name": "S.Hang", "do": "hang"}, {"name": "S.After", "do": "pass"}]
     binary = make_binary(tmp_path / "bin", spec(tests))
     start = time.monotonic()
-    policy = gtest.RunPolicy(deadline=time.monotonic() + 1.5, cap_s=1.5)
-    run = gtest.run_binary(binary, ["S.Hang", "S.After"], 10, policy=policy)
+    policy = runs.RunPolicy(deadline=time.monotonic() + 1.5, cap_s=1.5)
+    run = runs.run_binary(binary, ["S.Hang", "S.After"], 10, policy=policy)
     assert time.monotonic() - start < 6
     assert {t.name: t.category for t in run.tests} == {"S.Hang": Category.TIMEOUT, "S.After": Category.TIMEOUT}
     assert all(t.status is Status.NOT_RUN for t in run.tests)
@@ -384,7 +332,7 @@ def test_deadline_cuts_the_reruns(tmp_path: Path) -> None:
 def test_a_hanging_parameterized_test_does_not_stop_the_others(tmp_path: Path) -> None:
     tests = [{"name": f"S.Loop/{i}", "do": "hang"} for i in range(4)] + [{"name": "S.Other/1", "do": "pass"}]
     binary = make_binary(tmp_path / "bin", spec(tests))
-    run = gtest.run_binary(binary, [t["name"] for t in tests], 0.8)
+    run = runs.run_binary(binary, [t["name"] for t in tests], 0.8)
     results = {t.name: t for t in run.tests}
     assert run.reran == ["S.Loop/0", "S.Loop/1", "S.Other/1"]
     assert results["S.Loop/0"].status is Status.FAILED and results["S.Loop/0"].category is Category.TIMEOUT
@@ -401,7 +349,7 @@ def test_health_probe_after_a_fault_stops_later_runs(tmp_path: Path) -> None:
         calls.append(after)
         return f"GPU unhealthy after {after}" if after == "S.Crash" else None
 
-    run = gtest.run_binary(binary, ["S.A", "S.Crash", "S.B"], 5, on_fault=on_fault)
+    run = runs.run_binary(binary, ["S.A", "S.Crash", "S.B"], 5, on_fault=on_fault)
     results = {t.name: t for t in run.tests}
     assert calls == ["the full run of bin", "S.Crash"]
     assert results["S.A"].status is Status.PASSED and results["S.Crash"].category is Category.CRASH
@@ -430,8 +378,8 @@ def test_default_cap() -> None:
 # --- the pipeline with its guard -----------------------------------------------------------------------
 
 
-def _grade(lab_root: Path, builder: FakeBuilder, guard: GuardOptions, gpu: GpuProbe = GPU):
-    return run_labs(lab_root, discover(lab_root), builder, gpu, RunOptions(guard=guard), Progress(stream=io.StringIO()))
+def _grade(lab_root: Path, builder: FakeBuilder, options: RunOptions, gpu: GpuProbe = GPU):
+    return run_labs(lab_root, discover(lab_root), builder, gpu, options, Progress(stream=io.StringIO()))
 
 
 @pytest.fixture
@@ -445,7 +393,7 @@ def test_refused_submission_is_a_clear_failure(lab_root: Path, builder: FakeBuil
     (sub / "labs" / lab.name).mkdir(parents=True)
     os.symlink("/etc/passwd", sub / "labs" / lab.name / "add.cu")
     staged = stage_submission([lab], sub, tmp_path / "staging")
-    results = _grade(lab_root, builder, GuardOptions(staged=staged))
+    results = _grade(lab_root, builder, RunOptions(staged=staged))
     res = results.labs[0]
     assert builder.built == ["lab01_solution"]  # the student target is never built
     assert {t.status for t in res.tests} == {Status.NOT_RUN}
@@ -455,18 +403,21 @@ def test_refused_submission_is_a_clear_failure(lab_root: Path, builder: FakeBuil
     assert exit_code(results) == 1
 
 
-def test_forbidden_symbols_stop_the_run(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
-    from grader.techniques import Inspection, Inspector, Symbol
+def test_a_static_refusal_stops_the_run(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
+    from grader import static_checks
+    from grader.context import Block
 
-    def forbidden(self, lab, sources, target, build_dir):
-        return ["exit: ends the process"], Inspection(symbols=[Symbol("exit", "U")])
+    def refuse(ctx, lab):
+        why = "the lab file was refused: exit: ends the process or runs code at its end"
+        return static_checks.StaticResult(block=Block(Category.FORBIDDEN_CALL, why, why))
 
-    monkeypatch.setattr(Inspector, "forbidden", forbidden)
+    monkeypatch.setattr(static_checks, "run", refuse)
     builder.specs["lab01_student"] = spec([{"name": t["name"], "do": "segv"} for t in add_tests()])  # never runs
-    results = _grade(lab_root, builder, GuardOptions(inspect=True))
+    results = _grade(lab_root, builder, RunOptions())
     res = results.labs[0]
+    assert "lab01_student" not in builder.built  # never built, never run
     assert {t.category for t in res.tests} == {Category.FORBIDDEN_CALL}
-    assert "exit: ends the process" in res.tests[0].message and "end the process" in res.tests[0].hint
+    assert "exit: ends the process" in res.tests[0].message and res.tests[0].hint
     assert {t.status for t in res.tests} == {Status.NOT_RUN}
 
 
@@ -483,7 +434,7 @@ def test_global_cap_marks_remaining_labs_not_run(tmp_path: Path) -> None:
     })
     make_binary(builder.bin_dir / "lab02_solution", builder.specs["lab02_solution"])  # built earlier: its list is known
     start = time.monotonic()
-    results = _grade(tmp_path, builder, GuardOptions(max_seconds=1.5))
+    results = _grade(tmp_path, builder, RunOptions(max_seconds=1.5))
     assert time.monotonic() - start < 10
     first, second = results.labs
     assert first.tests[0].category is Category.TIMEOUT
@@ -506,7 +457,7 @@ def test_gpu_unhealthy_after_a_crash_stops_the_grade(lab_root: Path, builder: Fa
     monkey = health.RETRY_WAIT_S
     health.RETRY_WAIT_S = 0
     try:
-        results = _grade(lab_root, builder, GuardOptions(health=True))
+        results = _grade(lab_root, builder, RunOptions(health=True))
     finally:
         health.RETRY_WAIT_S = monkey
     res = results.labs[0]

@@ -13,7 +13,7 @@ import pytest
 from grader import sanitizer
 from grader.environment import GpuProbe
 from grader.hints import hint_for
-from grader.integrity import GuardOptions
+
 from grader.labs import discover
 from grader.pipeline import RunOptions, run_labs
 from grader.progress import Progress
@@ -104,15 +104,30 @@ def test_run_tool_reports_findings(tmp_path: Path) -> None:
     assert r.properties["sanitizer_kernel"] == "oob_kernel" and r.properties["sanitizer_location"] == "probe.cu:4"
 
 
+def _stand_in(log: Path, attached: str) -> str:
+    """A compute-sanitizer stand-in: copies log to --log-file and writes a harness-like report that
+    echoes the run's nonce, with sanitizer_attached as given."""
+    report = ('{"tests": 0, "failures": 0, "testsuites": [], "gpu_name": "x", "small_mode": "true", '
+              f'"sanitizer_attached": "{attached}", "run_nonce": "\'"$CUDALAB_RUN_NONCE"\'"}}')
+    return (f'#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --log-file ] && cp {log} "$2"; '
+            f'case "$1" in --gtest_output=json:*) echo \'{report}\' > "${{1#--gtest_output=json:}}";; esac; shift; done\n'
+            'exit 1\n')
+
+
 def test_run_tool_clean_timeout_and_no_verdict(tmp_path: Path) -> None:
     clean = tmp_path / "clean.log"
     clean.write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
     tool = tmp_path / "cs-clean"
-    tool.write_text(f'#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --log-file ] && cp {clean} "$2"; '
-                    f'case "$1" in --gtest_output=json:*) echo {{}} > "${{1#--gtest_output=json:}}";; esac; shift; done\n'
-                    'exit 1\n')  # tests that fail under the tool are not its business: exit 1 is fine
+    tool.write_text(_stand_in(clean, attached="true"))  # tests failing under the tool are not its business: exit 1
     tool.chmod(0o755)
     assert sanitizer.run_tool(str(tool), "racecheck", Path("/bin/true"), 10).result.status is Status.PASSED
+    # The harness must have seen the tool attached (and small mode on): a report that says otherwise was
+    # not written under the tool the grader asked for.
+    unwatched = tmp_path / "cs-unwatched"
+    unwatched.write_text(_stand_in(clean, attached="false"))
+    unwatched.chmod(0o755)
+    r = sanitizer.run_tool(str(unwatched), "racecheck", Path("/bin/true"), 10).result
+    assert r.status is Status.NOT_RUN and "no verdict" in r.message and "was not attached" in r.message
     slow = _tool(tmp_path / "cs-slow", None, 0, sleep=5)
     r = sanitizer.run_tool(slow, "racecheck", Path("/bin/true"), 0.5).result
     assert r.status is Status.NOT_RUN and r.category is Category.TIMEOUT and "did not finish within 0.5 s" in r.message
@@ -131,7 +146,7 @@ def test_sanitizer_argv_and_small_mode() -> None:
     argv = sanitizer.sanitizer_argv("cs", "memcheck", Path("/x/log"))
     assert argv[:3] == ["cs", "--tool", "memcheck"] and "--log-file" in argv and "--report-api-errors" in argv
     assert "--report-api-errors" not in sanitizer.sanitizer_argv("cs", "racecheck", Path("/x/log"))
-    assert sanitizer.SMALL_ENV == {"CUDALAB_SMALL": "1"} and sanitizer.CORRECTNESS_FILTER == "-*Perf.*"
+    assert sanitizer.CORRECTNESS_FILTER == "-*Perf.*"
 
 
 def test_tools_for() -> None:
@@ -159,7 +174,7 @@ def test_apply_points() -> None:
 
 
 def _grade(lab_root: Path, builder: FakeBuilder, gpu: GpuProbe, tools: list[str]):
-    options = RunOptions(guard=GuardOptions(sanitizer_tools=tools))
+    options = RunOptions(sanitizer_tools=tools)
     return run_labs(lab_root, discover(lab_root), builder, gpu, options, Progress(stream=io.StringIO()))
 
 

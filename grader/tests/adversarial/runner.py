@@ -1,15 +1,18 @@
 """The adversarial submissions: grade each one with the real command line and check that it is
 classified as intended (used by test_adversarial.py for the GPU-free cases and by run-gpu for all).
 
-Each case is a directory beside this file: a submission tree (labs/03-vector-add/vector_add.cu with one
-planted misbehaviour, sometimes more files) and expect.toml:
+Each case is a directory beside this file: a submission tree (labs/NN-slug/<file>.cu with one planted
+misbehaviour, sometimes more files), or only the planted change as <file>.cu.patch against the lab's
+solution or skeleton, and expect.toml:
 
   description = "..."           what the submission does
   how = "..."                   how the grader catches it
   needs_gpu = true | false      whether the case can only be told apart by running on a GPU
   lab = "03"                    the lab graded (default 03)
+  patch_base = "solution"       what <file>.cu.patch applies to: "solution" (default) or "skeleton"
   args = ["--timeout", "20"]    extra `grade` arguments
   max_seconds = 300             the grade's global time limit (--max-seconds)
+  full_size = true              graded at full size even when the suite runs with --small (timing cheats)
   generate = "oversize"         files made at run time instead of kept in the repository
 
   [[expect]]                    every one must hold
@@ -20,6 +23,7 @@ planted misbehaviour, sometimes more files) and expect.toml:
   match = "any" | "all"         whether one matching test suffices (default) or all must match
   absent = true                 no test may match the glob
   lab_message = "..."           text one of the lab's messages must contain
+  implausible = "..."           text the perf test's implausible verdict must contain (no perf points)
   gpu = true                    checked only where a GPU ran the tests
 """
 
@@ -58,11 +62,14 @@ class Expectation:
     match: str = "any"
     absent: bool = False
     lab_message: str = ""
+    implausible: str = ""
     gpu: bool = False
 
     def describe(self) -> str:
         if self.lab_message:
             return f"lab message ~ {self.lab_message[:40]!r}"
+        if self.implausible:
+            return f"{self.test}: implausible ~{self.implausible[:30]!r}"
         if self.absent:
             return f"no test {self.test}"
         what = self.category or self.status
@@ -80,8 +87,9 @@ class Case:
     args: list[str] = field(default_factory=list)
     max_seconds: float = 300.0
     generate: str = ""
-    patch_base: str = "solution"  # what vector_add.cu.patch applies to: "solution" or "skeleton"
+    patch_base: str = "solution"  # what the patch applies to: "solution" or "skeleton"
     how: str = ""
+    full_size: bool = False  # graded at full size even under --small (its perf tests must run)
     expects: list[Expectation] = field(default_factory=list)
 
     def expected(self, gpu: bool = True) -> str:
@@ -90,6 +98,8 @@ class Case:
         first = next((e for e in expects if e.category), None) or (expects[0] if expects else None)
         if first is None:
             return "-"
+        if first.implausible:
+            return "implausible"
         return first.category or first.status or ("ignored" if first.lab_message else "absent")
 
 
@@ -107,6 +117,7 @@ def load_case(path: Path) -> Case:
         generate=data.get("generate", ""),
         patch_base=str(data.get("patch_base", "solution")),
         how=data.get("how", ""),
+        full_size=bool(data.get("full_size", False)),
         expects=expects,
     )
 
@@ -115,7 +126,21 @@ def load_cases() -> list[Case]:
     return [load_case(p) for p in sorted(CASES_DIR.iterdir()) if (p / "expect.toml").is_file()]
 
 
-PATCH = "vector_add.cu.patch"
+PATCH = "vector_add.cu.patch"  # lab 03's; a case of another lab has <its student file>.patch
+
+
+def case_lab(case: Case):
+    """The Lab a case grades."""
+    sys.path.insert(0, str(ROOT))
+    from grader.labs import discover, select
+
+    return select(discover(ROOT), [case.lab])[0]
+
+
+def patch_of(case: Case) -> Path:
+    return case.dir / f"{case_lab(case).student_files[0]}.patch"
+
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
 
 
@@ -148,7 +173,7 @@ def apply_patch(base: str, patch: str, name: str) -> str:
     for number, (line, old, new) in enumerate(hunks, start=1):
         at = [i for i in range(start, len(lines) - len(old) + 1) if lines[i : i + len(old)] == old]
         if not at:
-            raise PatchError(f"{name}: hunk {number} no longer matches lab 03's file")
+            raise PatchError(f"{name}: hunk {number} no longer matches the lab's file")
         where = min(at, key=lambda i: abs(i - (line + shift)))
         lines[where : where + len(old)] = new
         start, shift = where + len(new), shift + len(new) - len(old)
@@ -157,22 +182,24 @@ def apply_patch(base: str, patch: str, name: str) -> str:
 
 def materialize(case: Case, dest: Path) -> Path:
     """A copy of the case's submission tree (links kept as links), with generated files made. A case
-    whose student file differs from lab 03's by a few lines stores only that difference (PATCH)."""
+    whose student file differs from the lab's by a few lines stores only that difference (a patch)."""
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(case.dir, dest, symlinks=True, ignore=shutil.ignore_patterns("expect.toml", PATCH))
-    lab_dir = dest / "labs" / "03-vector-add"
-    patch = case.dir / PATCH
+    lab = case_lab(case)
+    file = lab.student_files[0]
+    shutil.copytree(case.dir, dest, symlinks=True, ignore=shutil.ignore_patterns("expect.toml", "*.patch"))
+    lab_dir = dest / "labs" / lab.name
+    patch = patch_of(case)
     if patch.is_file():
-        base_dir = ROOT / ("solutions" if case.patch_base == "solution" else "labs") / "03-vector-add"
-        body = apply_patch((base_dir / "vector_add.cu").read_text(), patch.read_text(), f"{case.name}/{PATCH}")
+        base_dir = (lab.solution_dir if case.patch_base == "solution" else lab.path)
+        body = apply_patch((base_dir / file).read_text(), patch.read_text(), f"{case.name}/{patch.name}")
         lab_dir.mkdir(parents=True, exist_ok=True)
-        (lab_dir / "vector_add.cu").write_text(body)
+        (lab_dir / file).write_text(body)
     if case.generate == "oversize":
         lab_dir.mkdir(parents=True, exist_ok=True)
-        body = (ROOT / "solutions" / "03-vector-add" / "vector_add.cu").read_text()
+        body = (lab.solution_dir / file).read_text()
         pad = "// padding to make the file too large to accept\n" * 26_000  # about 1.2 MiB
-        (lab_dir / "vector_add.cu").write_text(body + pad)
+        (lab_dir / file).write_text(body + pad)
     elif case.generate:
         raise ValueError(f"{case.name}: unknown generate = {case.generate!r}")
     return dest
@@ -188,19 +215,23 @@ class Graded:
 
 
 def grade_command(case: Case, submission: Path, out: Path, python: str = sys.executable,
-                  preset: str | None = None, jobs: int | None = None) -> list[str]:
+                  preset: str | None = None, jobs: int | None = None, small: bool = False) -> list[str]:
     cmd = [python, "-m", "grader", "grade", case.lab, "--submission", str(submission), "--out", str(out),
            "--max-seconds", f"{case.max_seconds:g}"]
     if preset:
         cmd += ["--preset", preset]
     if jobs:
         cmd += ["-j", str(jobs)]
+    # A case that needs its perf tests (timing cheats) runs at full size whatever --small says.
+    if small and not case.full_size:
+        cmd.append("--small")
     return cmd + case.args
 
 
 def grade(case: Case, submission: Path, out: Path, *, python: str = sys.executable, preset: str | None = None,
-          jobs: int | None = None, env: dict[str, str] | None = None, timeout_s: float | None = None) -> Graded:
-    cmd = grade_command(case, submission, out, python, preset, jobs)
+          jobs: int | None = None, env: dict[str, str] | None = None, timeout_s: float | None = None,
+          small: bool = False) -> Graded:
+    cmd = grade_command(case, submission, out, python, preset, jobs, small)
     start = time.monotonic()
     run_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
     limit = timeout_s or case.max_seconds + CAP_SLACK_S + 300
@@ -261,6 +292,12 @@ def check(case: Case, graded: Graded, gpu: bool) -> list[Check]:
             ok = any(e.lab_message in m for m in lab.get("messages", []))
             checks.append(Check(e, ok, "message found" if ok else "no such message"))
             continue
+        if e.implausible:
+            perfs = [t for t in tests if fnmatch.fnmatchcase(t.get("name", ""), e.test) and t.get("perf")]
+            verdicts = [(t["perf"].get("implausible") or "") for t in perfs]
+            ok = bool(perfs) and all(e.implausible in v for v in verdicts)
+            checks.append(Check(e, ok, "implausible" if ok else (f"verdicts: {verdicts}" if perfs else f"no perf test {e.test}")))
+            continue
         matching = [t for t in tests if fnmatch.fnmatchcase(t.get("name", ""), e.test)]
         if e.absent:
             checks.append(Check(e, not matching, "absent" if not matching else f"{len(matching)} such test(s)"))
@@ -307,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", help="CMake preset (default: the grader's choice)")
     parser.add_argument("-j", "--jobs", type=int, help="parallel compile jobs")
     parser.add_argument("--small", action="store_true",
-                        help="CUDALAB_SMALL=1 for the graded binaries: large sizes and perf tests skip (quicker)")
+                        help="grade with --small: large sizes and perf tests skip (quicker); cases marked full_size "
+                             "(timing cheats) still run at full size")
     args = parser.parse_args(argv)
 
     gpu = probe_gpu()
@@ -332,8 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             out.mkdir(parents=True)
             submission = materialize(case, Path(tmp) / case.name)
             print(f"--- {case.name}: {case.description}", flush=True)
-            graded = grade(case, submission, out, preset=args.preset, jobs=args.jobs,
-                           env={"CUDALAB_SMALL": "1"} if args.small else None)
+            graded = grade(case, submission, out, preset=args.preset, jobs=args.jobs, small=args.small)
             (out / "grade.log").write_text(graded.log)
             checks = check(case, graded, gpu.available)
             problems = [f"{c.expectation.describe()}: got {c.got}" for c in checks if not c.ok]
