@@ -76,10 +76,20 @@ def main(results_path: str, skeletons_path: str) -> int:
                     parts.append(f"{p.speed_ratio(v):.2f}x over {v.name}")
             if p.floor_ms:
                 parts.append(f"{p.floor_ms / p.impl.median_ms:.0%} of floor")
+            if p.impl.verified >= 0:
+                parts.append(f"{p.impl.verified}/{p.impl.calls} calls verified")
+            if p.implausible:
+                parts.append(f"IMPLAUSIBLE: {p.implausible}")
+                ok = False
             perf_lines.append(f"  {lab.name:<22} {t.name:<48} " + ", ".join(parts))
+        if lab.score < lab.max_score:  # a reference below full marks means the rubric or a check is wrong
+            ok = False
     if perf_lines:
         print("\nperf of the reference solutions (ratios measured side by side in one process):")
         print("\n".join(perf_lines))
+    confinement = [n for n in results.run.notes if n.startswith("confinement:")]
+    if confinement:
+        print("\n" + "\n".join(confinement))
     print(f"\ngpu-check: {'OK' if ok else 'PROBLEMS FOUND'}")
     return 0 if ok else 1
 

@@ -49,6 +49,8 @@ def _run_opts(p: argparse.ArgumentParser) -> None:
     _confine_opts(p)
     p.add_argument("--small", action="store_true",
                    help="small sizes only, perf tests off: a quick check, not a full grade (the report says so)")
+    p.add_argument("--compile-timeout", type=float, dest="compile_timeout_s", metavar="S",
+                   help="seconds a student file may take to compile (default: 120)")
 
 
 def _confine_opts(p: argparse.ArgumentParser) -> None:
@@ -152,7 +154,8 @@ def dispatch(args: argparse.Namespace) -> Exit:
         common = dict(solution=args.solution, preset=args.preset, jobs=args.jobs, build=args.build,
                       timeout_s=args.timeout_s, progress=Progress(quiet=args.quiet), submission=args.submission,
                       max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools, sandbox=args.sandbox,
-                      small=args.small, confine=args.confine, host_memory_mib=args.host_memory_mib)
+                      small=args.small, confine=args.confine, host_memory_mib=args.host_memory_mib,
+                      compile_timeout_s=args.compile_timeout_s)
         if args.verb == "test":
             return commands.cmd_test(root, args.labs, **common)
         return commands.cmd_grade(root, args.labs, out_dir=args.out, reveal_hidden=args.reveal_hidden,

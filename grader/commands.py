@@ -146,6 +146,7 @@ def _run(
     small: bool = False,
     confine: bool = True,
     host_memory_mib: float | None = None,
+    compile_timeout_s: float | None = None,
 ) -> Results:
     labs = load_labs(root, selectors)
     if submission is not None and solution:
@@ -158,6 +159,8 @@ def _run(
     options = RunOptions(mode="solution" if solution else "student", build=build, reference=reference, timeout_s=timeout_s,
                          max_seconds=max_seconds, sanitizer_tools=sanitizer_tools, sandbox="auto" if sandbox else "off",
                          small=small, confine=confine, host_memory_mib=host_memory_mib)
+    if compile_timeout_s:
+        options.compile_timeout_s = compile_timeout_s
     if submission is None:
         return run_labs(root, labs, builder, gpu, options, progress)
     # An untrusted submission: only its student files, staged apart, built in a directory of their own.
@@ -200,12 +203,13 @@ def cmd_test(
     small: bool = False,
     confine: bool = True,
     host_memory_mib: float | None = None,
+    compile_timeout_s: float | None = None,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=False,
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
                    sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
-                   host_memory_mib=host_memory_mib)
+                   host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s)
     stdout.write(format_tests(results) + "\n")
     return exit_code(results)
 
@@ -230,12 +234,13 @@ def cmd_grade(
     small: bool = False,
     confine: bool = True,
     host_memory_mib: float | None = None,
+    compile_timeout_s: float | None = None,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=True,
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
                    sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
-                   host_memory_mib=host_memory_mib)
+                   host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s)
     publish(results, out_dir or root / "reports", stdout, reveal_hidden=reveal_hidden)
     return exit_code(results)
 

@@ -9,10 +9,12 @@ into another.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import process, runs
@@ -24,6 +26,7 @@ from .progress import Progress
 from .results import BuildResult, Category, PerfSeries, RunInfo, Status, TestResult
 from .sandbox import StagedSubmission, probe_sandbox
 
+_CONFINEMENT_VERDICTS: dict[str, runs.ConfineSettings] = {}  # per probe binary: what works here, once per process
 COMPILE_TIMEOUT_S = 120.0  # a student file that takes longer to compile is a compile error
 COMPILE_MEMORY_MIB = 8192.0  # virtual memory of each compiler process
 
@@ -121,6 +124,8 @@ class GradeContext:
         sandbox = probe_sandbox(opts.sandbox)
         limits = opts.limits or process.Limits(nproc=process.nproc_margin())
         confine = self._confinement(labs) if opts.confine else None
+        if confine is not None and self.health is not None and self.gpu.available:
+            confine = self._self_check(confine)
         self.policy = runs.RunPolicy(
             limits=limits,
             sandbox=sandbox.wrapper if sandbox.active else None,
@@ -158,6 +163,35 @@ class GradeContext:
             roots.append(str(Path(nvcc).resolve().parent.parent))
         roots.append(sys.base_prefix)  # the grader's own Python (stand-in test binaries are Python scripts)
         return runs.ConfineSettings(memory_mib=memory, executable=tuple(roots))
+
+    def _self_check(self, confine: runs.ConfineSettings) -> runs.ConfineSettings:
+        """The GPU health probe, run confined: a kernel or driver that refuses CUDA under Landlock or a
+        namespace must not turn every test into "no CUDA device". When the probe fails confined but works
+        without, the layer that breaks it is left out for this grade, and the report says so."""
+        try:
+            probe = self.health.locate_probe() if self.health is not None else None
+        except Exception:  # noqa: BLE001 - no probe: nothing to check with
+            probe = None
+        if probe is None:
+            return confine
+        verdict = _CONFINEMENT_VERDICTS.get(str(probe))
+        if verdict is None:
+            verdict = confine
+            for candidate in (confine, replace(confine, landlock=False), replace(confine, landlock=False, namespaces=False)):
+                work = Path(tempfile.mkdtemp(prefix="cudalab-probe-"))
+                try:
+                    res = process.run([probe], 60, confine=candidate.for_run(work, Path(probe)))
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+                if res.returncode == 0:
+                    verdict = candidate
+                    break
+            _CONFINEMENT_VERDICTS[str(probe)] = verdict
+        if verdict != confine:
+            left = [what for what, on in (("Landlock", verdict.landlock), ("namespaces", verdict.namespaces)) if not on]
+            self.info.notes.append(f"confinement: the GPU did not work under {' and '.join(left)} on this machine; "
+                                   f"runs went without {' and '.join(left)}")
+        return verdict
 
     def note_confinement(self, proc_status: dict | None) -> None:
         """Say once how runs were confined (from the first supervised run's status line)."""

@@ -42,6 +42,9 @@ class HealthMonitor:
     _binary: Path | None = None
     _located: bool = False
 
+    def locate_probe(self) -> Path | None:
+        return self._probe()
+
     def _probe(self) -> Path | None:
         if not self._located:
             self._located = True
