@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cub/device/device_reduce.cuh>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/transform.h>
 
 #include <cmath>
 #include <cstdint>
@@ -192,11 +195,16 @@ class ReducePerf : public cudalab::GpuTestWithParam<std::size_t> {
     DeviceBuffer<float> d_in(in.values), d_out(1);
     ReduceWorkspace ws(n);
 
+    double sign = 1.0;  // d_in holds sign * in.values: the impl's prepare negates it before every call
+    auto sum_ok = [&] {
+      CUDA_CHECK(cudaDeviceSynchronize());
+      return static_cast<bool>(
+          cudalab::Near(sign * in.sum, d_out.to_host()[0], {relative_tolerance(n), 0.0}, kSeed + 7));
+    };
     auto correct = [&](ReduceFn<float> f) {
       cudalab::poison(d_out);
       f(d_in.data(), d_out.data(), n, ws);
-      CUDA_CHECK(cudaDeviceSynchronize());
-      return static_cast<bool>(cudalab::Near(in.sum, d_out.to_host()[0], {relative_tolerance(n), 0.0}, kSeed + 7));
+      return sum_ok();
     };
     if (!correct(fn)) CUDALAB_SKIP(name << " is incorrect at this size: not timed");
 
@@ -205,7 +213,15 @@ class ReducePerf : public cudalab::GpuTestWithParam<std::size_t> {
     DeviceBuffer<unsigned char> d_temp(temp_bytes);
 
     cudalab::bench::Suite suite(cudalab::bench::Work::bytes(4.0 * n), size_label(n));
-    suite.add("impl", [&] { fn(d_in.data(), d_out.data(), n, ws); });
+    // Before every impl call: the input negated in place (exact: added in any order, negated values give
+    // the negated float sum) and the output poisoned, so a sum kept from the previous call, or none, fails.
+    suite.add("impl", [&] { fn(d_in.data(), d_out.data(), n, ws); })
+        .prepare([&](int) {
+          thrust::transform(thrust::device, d_in.data(), d_in.data() + n, d_in.data(), thrust::negate<float>());
+          sign = -sign;
+          cudalab::poison(d_out);
+        })
+        .verify([&](int) { return sum_ok(); });
     suite.add("cub", [&] {
       CUDA_CHECK(cub::DeviceReduce::Sum(d_temp.data(), temp_bytes, d_in.data(), d_out.data(), static_cast<int>(n)));
     });

@@ -4,9 +4,12 @@
 #include <cub/device/device_scan.cuh>
 #include <thrust/equal.h>
 #include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/inner_product.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <thrust/scan.h>
+#include <thrust/transform.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -213,12 +216,20 @@ std::string size_label(std::size_t n) {
   return "N = " + std::to_string(n) + " int32";
 }
 
+// 1 where actual != sign * expected: summed over the output, the wrong elements of a scan of the input
+// times sign.
+struct WrongTimes {
+  int sign;
+  __host__ __device__ std::size_t operator()(int actual, int expected) const { return actual != sign * expected; }
+};
+
 // Buffers for the whole-array perf tests, and a check of any one scan function on them. The input,
 // the reference and the check all stay on the GPU: at 2^28 ints the host versions took seconds.
 struct PerfSetup {
   std::size_t n;
   DeviceBuffer<int> d_in, d_out;
-  DeviceBuffer<int> d_expected;  // exclusive scan of the input
+  DeviceBuffer<int> d_expected;  // exclusive scan of the input as made (sign 1)
+  int sign = 1;                  // the input is sign * the input as made: next_input() flips it
   DeviceBuffer<unsigned char> d_temp, d_temp_decoupled, d_temp_cub;
   std::size_t cub_bytes = 0;
 
@@ -236,7 +247,22 @@ struct PerfSetup {
     CUDA_CHECK(cudaDeviceSynchronize());
     scan();
     CUDA_CHECK(cudaDeviceSynchronize());
-    return thrust::equal(thrust::device, d_out.data(), d_out.data() + n, d_expected.data());
+    return output_is_scan();
+  }
+  // Untimed, before each timed call of the function under test: the input negated in place, so the
+  // right output is the old one negated (exact: every |sum| < 2^31), never the last call's; the output
+  // poisoned. Synchronized, whatever stream the scan uses.
+  void next_input() {
+    thrust::transform(thrust::device, d_in.data(), d_in.data() + n, d_in.data(), thrust::negate<int>());
+    sign = -sign;
+    cudalab::poison(d_out);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  // Every element of the output is the exclusive scan of the current input. One counting pass: at 2^28
+  // thrust::equal (2^20 items a step, a sync each) took 12 ms.
+  bool output_is_scan() const {
+    return thrust::inner_product(thrust::device, d_out.data(), d_out.data() + n, d_expected.data(), std::size_t{0},
+                                 thrust::plus<std::size_t>(), WrongTimes{sign}) == 0;
   }
   void propagate() { exclusive_scan(d_in.data(), d_out.data(), n, d_temp.data()); }
   void decoupled() { exclusive_scan_decoupled(d_in.data(), d_out.data(), n, d_temp_decoupled.data()); }
@@ -256,7 +282,9 @@ TEST_P(ScanPerf, Propagate) {
   const bool decoupled_ok = s.correct([&] { s.decoupled(); });
 
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * s.n), size_label(s.n));
-  suite.add("impl", [&] { s.propagate(); });
+  suite.add("impl", [&] { s.propagate(); })
+      .prepare([&](int) { s.next_input(); })
+      .verify([&](int) { return s.output_is_scan(); });
   suite.add("cub", [&] { s.library(); });
   if (decoupled_ok) suite.add("decoupled", [&] { s.decoupled(); });
   suite.baseline("cub").floor_ms(cudalab::bench::copy_floor_ms(8.0 * s.n));
@@ -273,7 +301,9 @@ TEST_P(ScanPerf, DecoupledLookBack) {
   const bool propagate_ok = s.correct([&] { s.propagate(); });
 
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(8.0 * s.n), size_label(s.n));
-  suite.add("impl", [&] { s.decoupled(); });
+  suite.add("impl", [&] { s.decoupled(); })
+      .prepare([&](int) { s.next_input(); })
+      .verify([&](int) { return s.output_is_scan(); });
   suite.add("cub", [&] { s.library(); });
   if (propagate_ok) suite.add("propagate", [&] { s.propagate(); });
   suite.baseline("cub").floor_ms(cudalab::bench::copy_floor_ms(8.0 * s.n));

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cub/device/device_histogram.cuh>
+#include <thrust/execution_policy.h>
+#include <thrust/transform.h>
 
 #include <algorithm>
 #include <cmath>
@@ -277,6 +279,15 @@ INSTANTIATE_TEST_SUITE_P(, HistogramTextCorrectness, ::testing::ValuesIn(text_ca
 
 // --- Perf ----------------------------------------------------------------------------------------
 
+// Before every timed call of histogram_fast each byte b becomes b + kByteStep (mod 256), in place: the
+// expected bins rotate by kByteStep, exactly, and no two of the first 256 calls see the same input.
+constexpr unsigned char kByteStep = 1;
+
+struct AddToByte {
+  unsigned char step;
+  __host__ __device__ unsigned char operator()(unsigned char b) const { return static_cast<unsigned char>(b + step); }
+};
+
 // GB/s of input bytes read (N / t). Every student step beside cub::DeviceHistogram::HistogramEven
 // (256 bins: 257 levels from 0 to 256), on the same buffer; the floor is N bytes at copy speed.
 // The input is made on the GPU and the expected bins come from CUB: at 2^28 bytes, making the input
@@ -325,7 +336,17 @@ void time_histograms(Dist d, std::size_t n) {
                               "N = 2^" + std::to_string(static_cast<int>(std::log2(static_cast<double>(n)))) + ", " +
                                   (d == Dist::kHot ? "hot bin" : "uniform") + " bytes",
                               options);
-  suite.add("impl", [&] { histogram_fast(d_in.data(), n, d_bins.data()); });
+  // Untimed, around every call of histogram_fast: the next input and poisoned bins before it (synchronized,
+  // whatever stream it uses), then all 256 bins checked against the rotated reference.
+  std::vector<unsigned int> expected_now = expected;
+  suite.add("impl", [&] { histogram_fast(d_in.data(), n, d_bins.data()); })
+      .prepare([&](int) {
+        thrust::transform(thrust::device, d_in.data(), d_in.data() + n, d_in.data(), AddToByte{kByteStep});
+        std::rotate(expected_now.begin(), expected_now.end() - kByteStep, expected_now.end());  // bin b -> b + step
+        cudalab::poison(d_bins);
+        CUDA_CHECK(cudaDeviceSynchronize());
+      })
+      .verify([&](int) { return d_bins.to_host() == expected_now; });
   suite.add("cub", cub_histogram);
   // The earlier steps, where they are correct, so the chart shows what each one bought.
   if (correct(histogram_coarsened)) suite.add("coarsened", [&] { histogram_coarsened(d_in.data(), n, d_bins.data()); });

@@ -3,6 +3,9 @@
 
 #include <cooperative_groups.h>
 #include <cub/device/device_reduce.cuh>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/transform.h>
 
 #include <cmath>
 #include <cstdint>
@@ -310,7 +313,21 @@ TEST_P(CoopPerf, Reduce) {
 
   const int log2n = static_cast<int>(std::log2(static_cast<double>(n)));
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(4.0 * n), "N = 2^" + std::to_string(log2n));
-  suite.add("impl", [&] { coop_reduce(d_in.data(), d_out.data(), n, d_partials.data()); });
+  // Untimed, around every call of coop_reduce: the input negated in place (its sum negates exactly:
+  // rounding is symmetric) and the output poisoned before it, synchronized whatever stream it uses; the
+  // sum checked against the reference with the sign of the current input after it.
+  double sign = 1.0;
+  suite.add("impl", [&] { coop_reduce(d_in.data(), d_out.data(), n, d_partials.data()); })
+      .prepare([&](int) {
+        thrust::transform(thrust::device, d_in.data(), d_in.data() + n, d_in.data(), thrust::negate<float>());
+        sign = -sign;
+        cudalab::poison(d_out);
+        CUDA_CHECK(cudaDeviceSynchronize());
+      })
+      .verify([&](int) {
+        return static_cast<bool>(
+            cudalab::Near(sign * expected, d_out.to_host()[0], {relative_tolerance(n), 0.0}, kSeed + 7));
+      });
   suite.add("cub", [&] {
     CUDA_CHECK(cub::DeviceReduce::Sum(d_temp.data(), temp_bytes, d_in.data(), d_out.data(), static_cast<int>(n)));
   });
