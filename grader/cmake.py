@@ -137,7 +137,11 @@ class CMakeBuilder:
         limit = timeout_s or BUILD_TIMEOUT_S
         limits = process.Limits(core_bytes=0, file_bytes=None, cpu_s=int(limit * 4 + 60), open_files=None,
                                 address_space=int(memory_mib * (1 << 20)) if memory_mib else None)
-        res = process.run(self.build_command(*targets, jobs=jobs), limit, cwd=self.root, limits=limits)
+        # Under the supervisor: ninja starts each compiler in a process group of its own, so only a PID
+        # namespace (or a subreaper) takes a compile that ran out of time down with the build.
+        supervised = process.Confinement(self.root, landlock=False, namespaces=True)
+        res = process.run(self.build_command(*targets, jobs=jobs), limit, cwd=self.root, limits=limits,
+                          confine=supervised)
         output = "\n".join(part for part in (res.stdout, res.stderr) if part)
         if res.timed_out:
             return -1, output + f"\nthe build did not finish in {limit:g} s"

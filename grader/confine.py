@@ -33,6 +33,7 @@ CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+TMP_SIZE = b"8g"  # the private /tmp of a run (memory-backed: the host-memory limit counts it only as it is used)
 PROC_READ_ONLY = (b"/proc/sys", b"/proc/sysrq-trigger", b"/proc/irq", b"/proc/bus", b"/proc/fs")
 INIT_FAILED = 125  # init could not set the namespace up: the supervisor falls back to a subreaper
 PR_SET_PDEATHSIG = 1
@@ -258,29 +259,27 @@ def _try_unshare(flags: int) -> bool:
 
 
 def _exec_target(argv: list[str], workdir: str, executable: list[str], status_fd: int, landlock: bool,
-                 info_w: int) -> None:
+                 info_w: int, writable: list[str]) -> None:
     """In the child: confine, then become PROGRAM. Never returns."""
     try:
         os.close(status_fd)
         if landlock:
-            extra = [p for p in os.environ.get("CUDALAB_LANDLOCK_WRITE", "").split(":") if p]
-            applied = apply_landlock([workdir, *extra], executable,
-                                     scope="noscope" not in os.environ.get("CUDALAB_LANDLOCK_DEBUG", ""),
-                                     net="nonet" not in os.environ.get("CUDALAB_LANDLOCK_DEBUG", ""))
+            applied = apply_landlock([workdir, *writable], executable)
         else:
             applied = "off"
         os.write(info_w, applied.encode()[:200])
         os.close(info_w)
-        os.execv(argv[0], argv)
+        os.execvp(argv[0], argv)
     except OSError as err:
         os.write(2, f"cudalab confine: cannot run {argv[0]}: {err.strerror}\n".encode())
         os._exit(127)
     os._exit(127)
 
 
-def _mount_proc() -> bool:
-    """A mount namespace of our own with a /proc of the new PID namespace: the CUDA driver reads
-    /proc/<getpid()>, which must be this process, not the host's process of that number."""
+def _mount_proc(private_tmp: bool) -> bool:
+    """A mount namespace of our own with a /proc of the new PID namespace (the CUDA driver reads
+    /proc/<getpid()>, which must be this process, not the host's process of that number) and, asked
+    for, an empty /tmp of its own (GoogleTest writes its captured output there)."""
     if _libc.unshare(ctypes.c_int(CLONE_NEWNS)) != 0:
         return False
     mount = _libc.mount
@@ -294,21 +293,23 @@ def _mount_proc() -> bool:
         if os.path.exists(path.decode()):
             if mount(path, path, None, MS_BIND | MS_REC, None) == 0:
                 mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, None)
+    if private_tmp:
+        return mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777,size=" + TMP_SIZE) == 0
     return True
 
 
 def _init(argv: list[str], workdir: str, executable: list[str], status_fd: int, landlock: bool, info_w: int,
-          result_w: int) -> None:
+          result_w: int, writable: list[str], private_tmp: bool) -> None:
     """PID 1 of the new namespace: run PROGRAM, reap everything, hand PROGRAM's wait status up, exit.
     The namespace ends with this process, and the kernel kills whatever is left in it."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if not _mount_proc():
+    if not _mount_proc(private_tmp):
         os.write(info_w, b"init: no /proc of its own (" + os.strerror(ctypes.get_errno()).encode() + b")")
         os._exit(INIT_FAILED)
     child = os.fork()
     if child == 0:
         os.close(result_w)
-        _exec_target(argv, workdir, executable, status_fd, landlock, info_w)
+        _exec_target(argv, workdir, executable, status_fd, landlock, info_w, writable)
     os.close(info_w)
     os.close(status_fd)
     status = 0
@@ -327,7 +328,8 @@ def _init(argv: list[str], workdir: str, executable: list[str], status_fd: int, 
 
 
 def supervise(argv: list[str], workdir: str, timeout_s: float, memory_mib: float, executable: list[str],
-              status_fd: int, landlock: bool = True, namespaces: bool = True) -> int:
+              status_fd: int, landlock: bool = True, namespaces: bool = True, writable: list[str] | None = None,
+              private_tmp: bool = False) -> int:
     """Run argv confined; return the exit code to end with (negative: the signal to die of)."""
     if namespaces:
         # unshare(CLONE_NEWPID) is for the children to come: probe in a child, keep this process as it is.
@@ -337,17 +339,20 @@ def supervise(argv: list[str], workdir: str, timeout_s: float, memory_mib: float
             os._exit(0 if ok else 1)
         _, st = os.waitpid(probe, 0)
         namespaces = os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0
+    writable = list(writable or [])
     if namespaces:
-        code = _supervise(argv, workdir, timeout_s, memory_mib, executable, status_fd, landlock, True)
+        code = _supervise(argv, workdir, timeout_s, memory_mib, executable, status_fd, landlock, True, writable,
+                          private_tmp)
         if code is not None:
             return code
-    code = _supervise(argv, workdir, timeout_s, memory_mib, executable, status_fd, landlock, False)
+    code = _supervise(argv, workdir, timeout_s, memory_mib, executable, status_fd, landlock, False, writable, False)
     assert code is not None
     return code
 
 
 def _supervise(argv: list[str], workdir: str, timeout_s: float, memory_mib: float, executable: list[str],
-               status_fd: int, landlock: bool, namespaces: bool) -> int | None:
+               status_fd: int, landlock: bool, namespaces: bool, writable: list[str],
+               private_tmp: bool) -> int | None:
     """One attempt; None when the namespace could not be set up (nothing of PROGRAM ran)."""
     isolation = "subreaper"
     if namespaces:
@@ -366,9 +371,9 @@ def _supervise(argv: list[str], workdir: str, timeout_s: float, memory_mib: floa
         os.close(info_r)
         os.close(result_r)
         if isolation != "subreaper":
-            _init(argv, workdir, executable, status_fd, landlock, info_w, result_w)
+            _init(argv, workdir, executable, status_fd, landlock, info_w, result_w, writable, private_tmp)
         os.close(result_w)
-        _exec_target(argv, workdir, executable, status_fd, landlock, info_w)
+        _exec_target(argv, workdir, executable, status_fd, landlock, info_w, writable)
     os.close(info_w)
     os.close(result_w)
 
@@ -458,6 +463,10 @@ def main(args: list[str] | None = None) -> int:
     parser.add_argument("--exec", action="append", default=[], dest="executable",
                         help="a file or directory programs may be started from (besides the system's)")
     parser.add_argument("--status-fd", type=int, required=True, help="where the status line goes")
+    parser.add_argument("--write", action="append", default=[], dest="writable",
+                        help="another directory the program may write (besides --workdir)")
+    parser.add_argument("--private-tmp", action="store_true",
+                        help="in a namespace, give the program an empty /tmp of its own (and let it write there)")
     parser.add_argument("--no-landlock", action="store_true")
     parser.add_argument("--no-namespaces", action="store_true")
     parser.add_argument("argv", nargs=argparse.REMAINDER)
@@ -466,7 +475,8 @@ def main(args: list[str] | None = None) -> int:
     if not argv:
         parser.error("no program given")
     code = supervise(argv, ns.workdir, ns.timeout, ns.memory_mib, ns.executable, ns.status_fd,
-                     landlock=not ns.no_landlock, namespaces=not ns.no_namespaces)
+                     landlock=not ns.no_landlock, namespaces=not ns.no_namespaces, writable=ns.writable,
+                     private_tmp=ns.private_tmp)
     if code < 0:
         sys.stdout.flush()
         if -code not in (signal.SIGKILL, signal.SIGSTOP):

@@ -124,7 +124,7 @@ class GradeContext:
         sandbox = probe_sandbox(opts.sandbox)
         limits = opts.limits or process.Limits(nproc=process.nproc_margin())
         confine = self._confinement(labs) if opts.confine else None
-        if confine is not None and self.health is not None and self.gpu.available:
+        if confine is not None and self.health is not None and self.gpu.available and self.real:
             confine = self._self_check(confine)
         self.policy = runs.RunPolicy(
             limits=limits,
@@ -162,7 +162,12 @@ class GradeContext:
         if nvcc:
             roots.append(str(Path(nvcc).resolve().parent.parent))
         roots.append(sys.base_prefix)  # the grader's own Python (stand-in test binaries are Python scripts)
-        return runs.ConfineSettings(memory_mib=memory, executable=tuple(roots))
+        build_dir = getattr(self.builder, "build_dir", None)
+        if build_dir is None:
+            return runs.ConfineSettings(memory_mib=memory, executable=tuple(roots))
+        # Each run's directory lies in the build tree, outside /tmp, so each run can get a /tmp of its own.
+        return runs.ConfineSettings(memory_mib=memory, executable=tuple(roots), run_dir=str(Path(build_dir) / "runs"),
+                                    private_tmp=not str(Path(build_dir).resolve()).startswith("/tmp/"))
 
     def _self_check(self, confine: runs.ConfineSettings) -> runs.ConfineSettings:
         """The GPU health probe, run confined: a kernel or driver that refuses CUDA under Landlock or a

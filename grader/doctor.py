@@ -149,6 +149,27 @@ def check_bwrap() -> Check:
                           "apt install bubblewrap, on machines that grade other people's submissions")
 
 
+def check_confinement() -> list[Check]:
+    """What the supervisor of untrusted runs (grader/confine.py) can use on this machine."""
+    import os
+    import subprocess
+
+    from . import confine
+
+    abi = confine.landlock_abi()
+    checks = [_optional_tool("Landlock", f"ABI {abi}: runs write only to their own directory" if abi else None,
+                             "not in this kernel: test runs can write wherever the grading user can",
+                             "a Linux kernel of 5.13 or newer with Landlock enabled, or install bubblewrap")]
+    probe = subprocess.run([sys.executable, "-I", "-S", "-c",
+                            "import ctypes, os\nlibc = ctypes.CDLL(None)\n"
+                            "os._exit(0 if libc.unshare(0x20000000) == 0 else 1)"], check=False)
+    ok = probe.returncode == 0
+    checks.append(_optional_tool("PID namespaces", "every process a run starts dies with it" if ok else None,
+                                 "not allowed here: a child subreaper collects what a run starts instead",
+                                 "grade as root, or allow unprivileged user namespaces" if os.getuid() else ""))
+    return checks
+
+
 def check_python() -> list[Check]:
     version = ".".join(map(str, sys.version_info[:3]))
     checks = [
@@ -171,7 +192,7 @@ def run_checks(root: Path, gpu: GpuProbe | None = None) -> list[Check]:
     gpu = probe_gpu() if gpu is None else gpu
     return [
         check_nvcc(), check_cmake(root), check_ninja(), check_cxx(), check_gtest(), check_gpu(gpu),
-        check_sanitizer(), check_bwrap(), *check_python(),
+        check_sanitizer(), check_bwrap(), *check_confinement(), *check_python(),
     ]
 
 

@@ -155,24 +155,54 @@ def _first_error(output: str) -> str:
 # --- which directories are which -------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=8)
-def compiler_include_dirs(compiler: str = "c++") -> tuple[str, ...]:
-    """The host compiler's own #include <...> search list (libstdc++, libc, the compiler's headers)."""
-    try:
-        proc = subprocess.run([compiler, "-E", "-x", "c++", "-v", "/dev/null"], capture_output=True, text=True,
-                              errors="replace", timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ("/usr/include", "/usr/local/include")
+def _search_list(stderr: str) -> list[str]:
+    """The directories of every '#include <...> search starts here:' block of a compiler's -v output."""
     dirs, inside = [], False
-    for line in proc.stderr.splitlines():
+    for line in stderr.splitlines():
         if line.startswith("#include <...> search starts here"):
             inside = True
             continue
         if line.startswith("End of search list"):
-            break
+            inside = False
+            continue
         if inside and line.strip():
-            dirs.append(os.path.realpath(line.strip()))
-    return tuple(dirs) or ("/usr/include", "/usr/local/include")
+            dirs.append(os.path.realpath(line.strip().split(" (")[0]))
+    return list(dict.fromkeys(dirs))
+
+
+@functools.lru_cache(maxsize=32)
+def _host_include_dirs(key: tuple[str, ...]) -> tuple[str, ...]:
+    command = list(key)
+    with tempfile.TemporaryDirectory(prefix="cudalab-dirs-") as tmp:
+        empty = Path(tmp) / "empty.cu"
+        empty.write_text("")
+        argv = dependency_command(command, Path(tmp) / "deps.d")[:-3]  # no -M -o: preprocess only
+        argv = [a for a in argv if a != "-x" and a != "cu"] + ["-E", "-Xcompiler", "-v", "-x", "cu", str(empty),
+                                                                 "-o", str(Path(tmp) / "out.ii")]
+        res = process.run(argv, PREPROCESS_TIMEOUT_S, cwd=Path(tmp))
+    return tuple(_search_list(res.stderr + res.stdout))
+
+
+def compiler_include_dirs(compile_command: list[str] | None = None) -> tuple[str, ...]:
+    """The host compiler's own #include <...> search list (libstdc++, libc, the compiler's headers), as
+    the compile itself sees it: its command with the source swapped for an empty file and -v asked of
+    the host compiler (nvcc's host compiler, which need not be PATH's c++)."""
+    if compile_command:
+        key = tuple(a for a in compile_command if not a.endswith((".cu", ".o")) and not a.startswith("-o"))
+        dirs = _host_include_dirs(key)
+        if dirs:
+            return dirs
+    return _fallback_include_dirs()
+
+
+@functools.lru_cache(maxsize=1)
+def _fallback_include_dirs() -> tuple[str, ...]:
+    try:
+        proc = subprocess.run(["c++", "-E", "-x", "c++", "-v", "/dev/null"], capture_output=True, text=True,
+                              errors="replace", timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ("/usr/include", "/usr/local/include")
+    return tuple(_search_list(proc.stderr)) or ("/usr/include", "/usr/local/include")
 
 
 def toolkit_include_dirs(nvcc: str | None) -> tuple[str, ...]:
@@ -206,10 +236,11 @@ class IncludePolicy:
     forbidden: tuple[str, ...]  # header globs of the lab's forbidden libraries
 
     @classmethod
-    def for_lab(cls, lab: Lab, sources: list[Path], nvcc: str | None, host_compiler: str = "c++") -> IncludePolicy:
+    def for_lab(cls, lab: Lab, sources: list[Path], nvcc: str | None,
+                compile_command: list[str] | None = None) -> IncludePolicy:
         return cls(os.path.realpath(lab.root), os.path.realpath(lab.path),
                    tuple(os.path.realpath(s) for s in sources), toolkit_include_dirs(nvcc),
-                   compiler_include_dirs(host_compiler), tuple(forbidden_header_globs(lab)))
+                   compiler_include_dirs(compile_command), tuple(forbidden_header_globs(lab)))
 
     def shown(self, path: str) -> str:
         rel = _under(path, self.repo)
@@ -217,6 +248,8 @@ class IncludePolicy:
 
     def problem(self, dep: str) -> str:
         """Why the file dep may not be read by the student's file ('' when it may)."""
+        if dep.startswith(("/proc/", "/dev/", "/sys/")):
+            return "a lab file may not read files of the running system (/proc, /dev, /sys)"
         path = os.path.realpath(dep)
         if path in self.sources:
             return ""
@@ -254,7 +287,8 @@ def check_dependencies(deps: list[str], policy: IncludePolicy) -> list[IncludePr
     for dep in deps:
         why = policy.problem(dep)
         if why:
-            problems.append(IncludeProblem(policy.shown(os.path.realpath(dep)), why))
+            shown = dep if dep.startswith(("/proc/", "/dev/", "/sys/")) else policy.shown(os.path.realpath(dep))
+            problems.append(IncludeProblem(shown, why))
     return problems
 
 

@@ -121,6 +121,8 @@ class Confinement:
     executable: tuple[str, ...] = ()  # files and directories programs may be started from, besides the system's
     landlock: bool = True
     namespaces: bool = True
+    writable: tuple[str, ...] = ()  # other directories it may write
+    private_tmp: bool = False  # an empty /tmp of its own (in a namespace), writable
     python: str = sys.executable
 
     def command(self, timeout_s: float, status_fd: int) -> list[str]:
@@ -128,6 +130,10 @@ class Confinement:
                str(status_fd), "--timeout", f"{timeout_s:g}", "--memory-mib", f"{self.memory_mib:g}"]
         for path in self.executable:
             cmd += ["--exec", str(path)]
+        for path in self.writable:
+            cmd += ["--write", str(path)]
+        if self.private_tmp:
+            cmd.append("--private-tmp")
         if not self.landlock:
             cmd.append("--no-landlock")
         if not self.namespaces:

@@ -63,11 +63,14 @@ class ConfineSettings:
     executable: tuple[str, ...] = ()
     landlock: bool = True
     namespaces: bool = True
+    run_dir: str | None = None  # where the runs' private directories are made (None: the system's temp)
+    private_tmp: bool = False  # an empty /tmp per run (run_dir must then lie outside /tmp)
 
     def for_run(self, workdir: Path, binary: Path, extra: Sequence[str] = ()) -> process.Confinement:
         roots = (*self.executable, str(Path(binary).resolve().parent), *extra)
+        # /tmp: GoogleTest's captured output goes there; private to the run where it can have its own.
         return process.Confinement(workdir, self.memory_mib, tuple(dict.fromkeys(roots)), self.landlock,
-                                   self.namespaces)
+                                   self.namespaces, writable=("/tmp",), private_tmp=self.private_tmp)
 
 
 @dataclass
@@ -147,7 +150,10 @@ def launch(
     policy = policy or DEFAULT_POLICY
     nonce = os.urandom(12).hex()
     expected = Expected(nonce, small_mode=small, sanitizer=prefix is not None)
-    workdir = Path(tempfile.mkdtemp(prefix="cudalab-run-"))
+    run_dir = policy.confine.run_dir if policy.confine is not None else None
+    if run_dir:
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="cudalab-run-", dir=run_dir))
     report = process.Channel()
     extras = [process.Channel() for _ in range(extra_channels)]
     try:

@@ -144,7 +144,6 @@ def include_problems(lab: Lab, sources: list[Path], build_dir: Path, target: str
                      notes: list[str] | None = None) -> tuple[list[str], str]:
     """What the files compiled for target may not include (one line per reason), and the preprocessor's
     error when it could not list them at all; ([], "") when all is well."""
-    policy = includes.IncludePolicy.for_lab(lab, sources, find_nvcc())
     problems: list[includes.IncludeProblem] = []
     for source in sources:
         command = includes.compile_command_of(source, build_dir, target)
@@ -152,6 +151,7 @@ def include_problems(lab: Lab, sources: list[Path], build_dir: Path, target: str
             if notes is not None:
                 notes.append(f"the includes were not checked: {target} is not in compile_commands.json")
             continue
+        policy = includes.IncludePolicy.for_lab(lab, sources, find_nvcc(), command[0])
         try:
             problems += includes.check_dependencies(includes.list_dependencies(*command), policy)
         except includes.PreprocessError as err:

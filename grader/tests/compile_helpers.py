@@ -55,7 +55,8 @@ def static_findings(lab: Lab, source: Path, obj: Path) -> list[str]:
     """What the static checks refuse in this compiled file (includes, then the object): [] when it may run."""
     command = compile_command(lab, source, obj)
     deps = list_dependencies(command, obj.parent)
-    problems = [p.line() for p in check_dependencies(deps, IncludePolicy.for_lab(lab, [source], find_nvcc()))]
+    policy = IncludePolicy.for_lab(lab, [source], find_nvcc(), command)
+    problems = [p.line() for p in check_dependencies(deps, policy)]
     listing = obj.with_suffix(".s")
     findings = check_object(read_object(obj), lab, contract(lab), [source],
                             listing.read_text() if listing.is_file() else None)
