@@ -1,6 +1,10 @@
 // Lab 05 tests. Correctness tests judge; perf tests only measure (the grader scores speed).
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/logical.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -274,8 +278,78 @@ TEST_P(MatmulExactCorrectness, Fast) {
 INSTANTIATE_TEST_SUITE_P(, MatmulExactCorrectness, ::testing::ValuesIn(kExactDims), dims_name);
 
 // ---------------------------------------------------------------------------------------------
+// Perf inputs that change before every call of the function under test (bench.cuh, prepare and
+// verify): the signs of a random half of an input's rows flip in place. The work stays the same, the
+// right output changes with them exactly, and it is checked on the GPU.
+// ---------------------------------------------------------------------------------------------
+
+// d[i] *= flip[row of i] in a row-major matrix with rows of `cols`: a product by -1 or 1 is exact.
+struct ScaleRows {
+  float* d;
+  const float* flip;
+  std::size_t cols;
+  __device__ void operator()(std::size_t i) const { d[i] *= flip[i / cols]; }
+};
+
+// True where actual[i] is not expected[i] times the sign of its line (the row of i, or by_column its
+// column, in rows of line_length) within tol, as AllNear judges it: NaN never passes.
+struct SignedMismatch {
+  const float* actual;
+  const float* expected;
+  const float* sign;
+  std::size_t line_length;
+  bool by_column;
+  cudalab::Tolerance tol;
+  __device__ bool operator()(std::size_t i) const {
+    const std::size_t line = by_column ? i % line_length : i / line_length;
+    const double e = sign[line] * expected[i];
+    return !(fabs(actual[i] - e) <= tol.abs + tol.rel * fabs(e));
+  }
+};
+
+// The signs of a matrix's rows, each flipped with probability 1/2 before every call: one of 2^rows
+// sign patterns, so an input never comes back (nor does the answer a cache would key on it).
+class RowSigns {
+ public:
+  RowSigns(std::size_t rows, std::uint64_t seed)
+      : seed_(seed), flip_(rows), sign_(rows, 1.0f), d_flip_(rows), d_sign_(sign_) {}
+
+  // Flips call `call`'s random rows of d_matrix (rows x cols) in place. Call c draws from its own
+  // stretch of Rng(seed)'s stream (2^32 draws long), so the flips depend only on the seed and c.
+  void flip(float* d_matrix, std::size_t cols, int call) {
+    cudalab::Rng rng = cudalab::Rng::at(seed_, static_cast<std::uint64_t>(call) << 32);
+    for (std::size_t r = 0; r < sign_.size(); ++r) {
+      flip_[r] = (rng.next() >> 63) != 0 ? -1.0f : 1.0f;
+      sign_[r] *= flip_[r];
+    }
+    d_flip_.upload(flip_);
+    d_sign_.upload(sign_);
+    thrust::for_each_n(thrust::device, thrust::counting_iterator<std::size_t>(0), sign_.size() * cols,
+                       ScaleRows{d_matrix, d_flip_.data(), cols});
+  }
+
+  // Whether d_actual[0, count) is d_expected, the output for the unflipped input, with the flipped
+  // rows' signs on its rows (by_column: on its columns, as a transpose moves them), within tol.
+  bool matches(const float* d_actual, const float* d_expected, std::size_t count, std::size_t line_length,
+               bool by_column, cudalab::Tolerance tol) const {
+    return thrust::none_of(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                           thrust::counting_iterator<std::size_t>(count),
+                           SignedMismatch{d_actual, d_expected, d_sign_.data(), line_length, by_column, tol});
+  }
+
+ private:
+  std::uint64_t seed_;
+  std::vector<float> flip_, sign_;  // this call's flips (-1 or 1); every row's sign so far
+  DeviceBuffer<float> d_flip_, d_sign_;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Perf: TFLOP/s = 2 n^3 / t against cuBLAS SGEMM in pure FP32, on the same buffers.
 // ---------------------------------------------------------------------------------------------
+
+// A function's output against cuBLAS's: both sum 4096+ positive terms in float32 in different orders,
+// so they agree to ~1e-6.
+constexpr cudalab::Tolerance kGemmBenchTol{1e-4, 0.0};
 
 // Square problems too big for a CPU reference: a function's output is checked against cuBLAS instead.
 struct GemmBench {
@@ -285,23 +359,36 @@ struct GemmBench {
         d_a(cudalab::random_vector<float>(count, kSeed + size, 0.25f, 1.25f)),
         d_b(cudalab::random_vector<float>(count, kSeed + size + 1, 0.25f, 1.25f)),
         d_c(count),
-        d_ref(count) {
+        d_ref(count),
+        a_signs(static_cast<std::size_t>(size), kSeed + size + 2) {
     blas.sgemm_row_major(d_a.data(), d_b.data(), d_ref.data(), n, n, n);
     CUDA_CHECK(cudaDeviceSynchronize());
     reference = d_ref.to_host();
   }
 
-  // Runs fn once on a poisoned output and compares with cuBLAS (both sum 4096+ positive terms in
-  // float32 in different orders: they agree to ~1e-6).
+  // Runs fn once on a poisoned output and compares with cuBLAS. Only before the timing: A is as made.
   bool correct(MatmulFn fn) {
     cudalab::poison(d_c);
     fn(d_a.data(), d_b.data(), d_c.data(), n, n, n);
     CUDA_CHECK(cudaDeviceSynchronize());
-    return static_cast<bool>(AllNear(reference, d_c.to_host(), {1e-4, 0.0}, kSeed + n));
+    return static_cast<bool>(AllNear(reference, d_c.to_host(), kGemmBenchTol, kSeed + n));
   }
 
   void add(cudalab::bench::Suite& suite, const std::string& name, MatmulFn fn) {
     suite.add(name, [this, fn] { fn(d_a.data(), d_b.data(), d_c.data(), n, n, n); });
+  }
+  // The function under test, timed as add() does. Before every call a random half of A's rows flip
+  // sign, and the same rows of C with them, exactly (IEEE rounding is symmetric), and C is poisoned;
+  // after it, all of C is checked against cuBLAS's first result with those rows negated.
+  void add_impl(cudalab::bench::Suite& suite, MatmulFn fn) {
+    add(suite, "impl", fn);
+    suite
+        .prepare([this](int call) {
+          a_signs.flip(d_a.data(), n, call);
+          cudalab::poison(d_c);
+          CUDA_CHECK(cudaDeviceSynchronize());  // in place before the call, whatever streams it uses
+        })
+        .verify([this](int) { return a_signs.matches(d_c.data(), d_ref.data(), count, n, false, kGemmBenchTol); });
   }
   void add_cublas(cudalab::bench::Suite& suite) {
     suite.add("cublas", [this] { blas.sgemm_row_major(d_a.data(), d_b.data(), d_c.data(), n, n, n); });
@@ -313,7 +400,8 @@ struct GemmBench {
   int n;
   std::size_t count;
   Cublas blas;
-  DeviceBuffer<float> d_a, d_b, d_c, d_ref;
+  DeviceBuffer<float> d_a, d_b, d_c, d_ref;  // d_ref: cuBLAS's C for A as made
+  RowSigns a_signs;
   std::vector<float> reference;
 };
 
@@ -327,7 +415,7 @@ TEST_P(MatmulPerf, Naive) {
   cudalab::bench::Options options;
   options.max_seconds = 2.0;
   cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label(), options);
-  g.add(suite, "impl", matmul_naive);
+  g.add_impl(suite, matmul_naive);
   g.add_cublas(suite);
   suite.run();
   suite.record();
@@ -338,7 +426,7 @@ TEST_P(MatmulPerf, Tiled) {
   GemmBench g(GetParam());
   if (!g.correct(matmul_tiled)) CUDALAB_SKIP("matmul_tiled is incorrect at this size: not timed");
   cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label());
-  g.add(suite, "impl", matmul_tiled);
+  g.add_impl(suite, matmul_tiled);
   g.add_cublas(suite);
   suite.run();
   suite.record();
@@ -350,7 +438,7 @@ TEST_P(MatmulPerf, Fast) {
   if (!g.correct(matmul_fast)) CUDALAB_SKIP("matmul_fast is incorrect at this size: not timed");
   const bool tiled_ok = g.correct(matmul_tiled);
   cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label());
-  g.add(suite, "impl", matmul_fast);
+  g.add_impl(suite, matmul_fast);
   g.add_cublas(suite);
   if (tiled_ok) g.add(suite, "tiled", matmul_tiled);
   suite.run();
@@ -366,7 +454,7 @@ TEST_P(MatmulLargePerf, Fast) {
   GemmBench g(GetParam());
   if (!g.correct(matmul_fast)) CUDALAB_SKIP("matmul_fast is incorrect at this size: not timed");
   cudalab::bench::Suite suite(cudalab::bench::Work::flops(g.flops()), g.label());
-  g.add(suite, "impl", matmul_fast);
+  g.add_impl(suite, matmul_fast);
   g.add_cublas(suite);
   suite.run();
   suite.record();
@@ -396,7 +484,18 @@ TEST_P(TransposePerf, Padded) {
 
   const double bytes = 2.0 * sizeof(float) * count;
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(bytes), std::to_string(n) + " x " + std::to_string(n) + " float");
-  suite.add("impl", [&] { transpose_padded(d_in.data(), d_out.data(), n, n); });
+  // Before every call a random half of the input's rows flip sign (the same columns of the output) and
+  // the output is poisoned; after it, all of the output is compared with the first input's transpose.
+  const DeviceBuffer<float> d_expected(expected);
+  RowSigns in_signs(n, kSeed + 9);
+  constexpr cudalab::Tolerance kExact{};  // a transpose only moves values
+  suite.add("impl", [&] { transpose_padded(d_in.data(), d_out.data(), n, n); })
+      .prepare([&](int call) {
+        in_signs.flip(d_in.data(), n, call);
+        cudalab::poison(d_out);
+        CUDA_CHECK(cudaDeviceSynchronize());  // in place before the call, whatever streams it uses
+      })
+      .verify([&](int) { return in_signs.matches(d_out.data(), d_expected.data(), count, n, true, kExact); });
   suite.add("memcpy", [&] {
     CUDA_CHECK(cudaMemcpyAsync(d_out.data(), d_in.data(), count * sizeof(float), cudaMemcpyDeviceToDevice));
   });

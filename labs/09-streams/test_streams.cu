@@ -546,6 +546,12 @@ constexpr int kPerfChunks = 16;
 constexpr int kBalancedIters = 2816;
 // Transfer-bound: a few FMAs per element; the kernel is a small fraction of either copy.
 constexpr int kTransferBoundIters = 2;
+// Inputs that change before every call of the pipeline (see time_pipeline): runs of h_in negated in
+// every chunk, and positions of h_out poisoned and checked.
+constexpr int kFlipRunsPerChunk = 4;
+constexpr std::size_t kFlipRun = 4096;  // floats per run: 64 runs of 16 KiB, 1 MiB of h_in per call
+constexpr int kCanaries = 4096;         // random positions of h_out, beside the ends of chunks and runs
+static_assert(kPerfN / kPerfChunks >= kFlipRun, "a run fits in a chunk");
 
 // The serial baseline, written here so every run times the same thing.
 void serial_baseline(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters,
@@ -600,8 +606,48 @@ void time_pipeline(PerfHostBuffers& host, int iters, const std::string& label) {
   // to the 4 s cap; a second still gives each variant some 30 samples. Balanced settles sooner anyway.
   options.max_seconds = 1.0;
   cudalab::bench::Suite suite(cudalab::bench::Work::time_only(), label, options);
+  // New inputs before every call of the pipeline, in place: work(-x) = -work(x) exactly and every x > 0,
+  // so prepare negates kFlipRunsPerChunk random runs of h_in per chunk (the sign of h_in[i] tells verify
+  // ref[i] or -ref[i]) and poisons d_in, d_out and the ~4300 positions of h_out that verify reads: both ends
+  // of every chunk and every run, one position inside each run, kCanaries random ones. That suffices: a
+  // skipped chunk leaves NaN at its ends, an earlier call's answer is wrong in every run, and skipping (or
+  // copying back too early) a fraction f of the elements passes with probability (1 - f)^kCanaries.
+  const std::vector<float> ref = d_ref.to_host();  // work(x) for the input as made
+  std::vector<std::size_t> checked;
   suite.add("impl", [&] {
     run_pipelined(h_in.data(), h_out.data(), d_in.data(), d_out.data(), n, iters, kPerfChunks, streams.get());
+  });
+  suite.prepare([&](int call) {
+    // Call c draws from its own stretch of Rng(kSeed + 72)'s stream (2^32 draws long).
+    cudalab::Rng rng = cudalab::Rng::at(kSeed + 72, static_cast<std::uint64_t>(call) << 32);
+    checked.clear();
+    for (int c = 0; c < kPerfChunks; ++c) {
+      const std::size_t begin = chunk_begin(n, kPerfChunks, c), end = chunk_begin(n, kPerfChunks, c + 1);
+      checked.push_back(begin);
+      checked.push_back(end - 1);
+      for (int r = 0; r < kFlipRunsPerChunk; ++r) {
+        const auto run = static_cast<std::size_t>(
+            rng.integer(static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - kFlipRun)));
+        for (std::size_t i = run; i < run + kFlipRun; ++i) h_in.data()[i] = -h_in.data()[i];
+        checked.push_back(run);
+        checked.push_back(run + kFlipRun - 1);
+        checked.push_back(run + static_cast<std::size_t>(rng.integer(1, static_cast<std::int64_t>(kFlipRun) - 2)));
+      }
+    }
+    for (int k = 0; k < kCanaries; ++k) {
+      checked.push_back(static_cast<std::size_t>(rng.integer(0, static_cast<std::int64_t>(n) - 1)));
+    }
+    for (std::size_t i : checked) h_out.data()[i] = std::numeric_limits<float>::quiet_NaN();
+    cudalab::poison(d_in);
+    cudalab::poison(d_out);
+    CUDA_CHECK(cudaDeviceSynchronize());  // the memsets run on stream 0, which the pipeline's streams ignore
+  });
+  suite.verify([&](int) {
+    for (std::size_t i : checked) {
+      const float expected = std::signbit(h_in.data()[i]) ? -ref[i] : ref[i];
+      if (!(h_out.data()[i] == expected)) return false;  // NaN never matches
+    }
+    return true;
   });
   suite.add("serial", [&] { serial_baseline(h_in.data(), h_out.data(), d_in.data(), d_out.data(), n, iters, s0); });
   if (three_stage_ok) {
