@@ -332,19 +332,39 @@ def _row(cells: list[str], widths: list[int]) -> str:
     return " | ".join(c.ljust(w) for c, w in zip(cells, widths))
 
 
+def assign(cases: list[Case], workers: int, gpu: bool) -> list[list[Case]]:
+    """Cases per worker: the GPU cases all on worker 0 (one GPU, clean timings), the others grouped by
+    lab so that each worker builds the tests of as few labs as it can."""
+    groups: list[list[Case]] = [[] for _ in range(max(1, workers))]
+    cpu_workers = list(range(1, len(groups))) or [0]
+    by_lab: dict[str, list[Case]] = {}
+    for case in cases:
+        if case.needs_gpu and gpu:
+            groups[0].append(case)
+        else:
+            by_lab.setdefault(case.lab, []).append(case)
+    for i, (_, lab_cases) in enumerate(sorted(by_lab.items(), key=lambda kv: -len(kv[1]))):
+        groups[min(cpu_workers, key=lambda w: len(groups[w]))].extend(lab_cases)
+    return groups
+
+
 def main(argv: list[str] | None = None) -> int:
     """run-gpu OUTDIR [CASE...]: grade each case into OUTDIR/<case>/ and print case | expected | got | ok."""
     import argparse
     import tempfile
+    from concurrent.futures import ThreadPoolExecutor
 
     sys.path.insert(0, str(ROOT))
-    from grader.environment import probe_gpu
+    from grader.environment import choose_preset, probe_gpu
 
     parser = argparse.ArgumentParser(prog="run-gpu", description="grade the adversarial submissions")
     parser.add_argument("out", type=Path, help="directory for each case's reports and log")
     parser.add_argument("cases", nargs="*", help="case names (default: all)")
     parser.add_argument("--preset", help="CMake preset (default: the grader's choice)")
-    parser.add_argument("-j", "--jobs", type=int, help="parallel compile jobs")
+    parser.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (shared by the workers)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="grade this many cases at a time, each worker in a build folder of its own; the "
+                             "cases that need a GPU all go to one worker")
     parser.add_argument("--small", action="store_true",
                         help="grade with --small: large sizes and perf tests skip (quicker); cases marked full_size "
                              "(timing cheats) still run at full size")
@@ -360,46 +380,63 @@ def main(argv: list[str] | None = None) -> int:
     print(f"adversarial submissions: {len(cases)} case(s); {gpu.brief()}", flush=True)
     if not gpu.available:
         print("no GPU: the cases that need one are skipped (they run in ci/gpu-check on a GPU machine)", flush=True)
-    rows: list[list[str]] = []
-    failures = 0
+    preset = args.preset or choose_preset(gpu)
+    workers = max(1, args.workers)
+    jobs = max(1, (args.jobs or os.cpu_count() or 1) // workers)
+    rows: dict[str, list[str]] = {}
+    problems_of: dict[str, list[str]] = {}
+
+    def one(case: Case, worker: int, tmp: Path) -> None:
+        if case.needs_gpu and not gpu.available:
+            rows[case.name] = [case.name, case.expected(), "skipped: no GPU", "-", "-"]
+            return
+        out = args.out / case.name
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        submission = materialize(case, tmp / case.name)
+        print(f"--- {case.name} (worker {worker}): {case.description}", flush=True)
+        env = {"CUDALAB_SUBMISSION_BUILD_DIR": str(ROOT / "build" / f"{preset}-adversarial-{worker}")}
+        graded = grade(case, submission, out, preset=preset, jobs=jobs, small=args.small, env=env)
+        (out / "grade.log").write_text(graded.log)
+        checks = check(case, graded, gpu.available)
+        problems = [f"{c.expectation.describe()}: got {c.got}" for c in checks if not c.ok]
+        if graded.missing_reports:
+            problems.append("missing reports: " + ", ".join(graded.missing_reports))
+        if not cap_respected(case, graded):
+            problems.append(f"took {graded.seconds:.0f} s, over its cap of {case.max_seconds:g} s")
+        if graded.returncode not in (1, 3):  # failures are expected; 0, 2, 4 or a kill are not
+            problems.append(f"grader exit code {graded.returncode}")
+        got = checks[0].got if checks else "-"
+        rows[case.name] = [case.name, case.expected(gpu.available), got, "ok" if not problems else "MISMATCH",
+                           f"{graded.seconds:.0f} s"]
+        problems_of[case.name] = problems
+        for p in problems:
+            print(f"    {case.name}: {p}", flush=True)
+        if problems:
+            print("    last lines of its log:\n" + "\n".join("      " + ln for ln in graded.log.splitlines()[-15:]),
+                  flush=True)
+
     with tempfile.TemporaryDirectory(prefix="cudalab-adversarial-") as tmp:
-        for case in cases:
-            if case.needs_gpu and not gpu.available:
-                rows.append([case.name, case.expected(), "skipped: no GPU", "-", "-"])
-                continue
-            out = args.out / case.name
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir(parents=True)
-            submission = materialize(case, Path(tmp) / case.name)
-            print(f"--- {case.name}: {case.description}", flush=True)
-            graded = grade(case, submission, out, preset=args.preset, jobs=args.jobs, small=args.small)
-            (out / "grade.log").write_text(graded.log)
-            checks = check(case, graded, gpu.available)
-            problems = [f"{c.expectation.describe()}: got {c.got}" for c in checks if not c.ok]
-            if graded.missing_reports:
-                problems.append("missing reports: " + ", ".join(graded.missing_reports))
-            if not cap_respected(case, graded):
-                problems.append(f"took {graded.seconds:.0f} s, over its cap of {case.max_seconds:g} s")
-            if graded.returncode not in (1, 3):  # failures are expected; 0, 2, 4 or a kill are not
-                problems.append(f"grader exit code {graded.returncode}")
-            ok = not problems
-            failures += not ok
-            got = checks[0].got if checks else "-"
-            rows.append([case.name, case.expected(gpu.available), got, "ok" if ok else "MISMATCH", f"{graded.seconds:.0f} s"])
-            for p in problems:
-                print(f"    {case.name}: {p}", flush=True)
-            if not ok:
-                print("    last lines of its log:\n" + "\n".join("      " + ln for ln in graded.log.splitlines()[-15:]),
-                      flush=True)
+        groups = assign(cases, workers, gpu.available)
+
+        def run_group(worker: int) -> None:
+            for case in groups[worker]:
+                one(case, worker, Path(tmp))
+
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            list(pool.map(run_group, range(len(groups))))
+    ordered = [rows[c.name] for c in cases if c.name in rows]
     header = ["case", "expected", "got", "ok", "time"]
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    lines = [_row(header, widths), _row(["-" * w for w in widths], widths)] + [_row(r, widths) for r in rows]
+    widths = [max(len(r[i]) for r in ordered + [header]) for i in range(len(header))]
+    lines = [_row(header, widths), _row(["-" * w for w in widths], widths)] + [_row(r, widths) for r in ordered]
     table = "\n".join(lines)
     print("\n" + table)
-    (args.out / "summary.txt").write_text(table + "\n")
-    ran = sum(1 for r in rows if r[3] != "-")
-    print(f"\n{ran - failures} of {ran} case(s) classified as intended"
-          + (f"; {len(rows) - ran} skipped (no GPU)" if len(rows) > ran else ""))
+    failures = sum(1 for r in ordered if r[3] == "MISMATCH")
+    ran = sum(1 for r in ordered if r[3] != "-")
+    summary = (f"{ran - failures} of {ran} case(s) classified as intended"
+               + (f"; {len(ordered) - ran} skipped (no GPU)" if len(ordered) > ran else ""))
+    (args.out / "summary.txt").write_text(table + "\n" + summary + "\n")
+    print("\n" + summary)
     return 1 if failures else 0
 
 
