@@ -443,7 +443,8 @@ def _check_results(path: Path) -> list[str]:
     problems = []
     for lab in data.get("labs", []):
         for build in lab.get("builds", []):
-            if not str(build.get("target", "")).endswith("_student") or "_hidden_" in build.get("target", ""):
+            target = str(build.get("target", ""))
+            if not target.endswith(("_student", "_student_object", "_student_code")) or "_hidden_" in target:
                 problems.append(f"lab {lab.get('name')}: the grade built {build.get('target')}")
             elif not build.get("ok"):
                 problems.append(f"lab {lab.get('name')}: {build.get('target')} did not build")
