@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping, Protocol, Sequence, TypeVar
 
 try:
     import tomllib
@@ -13,6 +15,9 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 LAB_DIR = re.compile(r"^(\d{2})-([a-z0-9-]+)$")
+ROOT_ENV = "CUDALAB_ROOT"  # names the lab tree, like --root
+# The checkout around this package, when the grader runs from one (an installed grader has none).
+PACKAGE_CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 class LabError(Exception):
@@ -193,18 +198,65 @@ def load_lab(path: Path, root: Path) -> Lab:
     )
 
 
+def lab_directories(root: Path) -> list[Path]:
+    """Every directory under root/labs that holds a lab.toml, by name (NN-slug sorts in syllabus order)."""
+    return [p for p in sorted((root / "labs").iterdir()) if (p / "lab.toml").is_file()]
+
+
 def discover(root: Path) -> list[Lab]:
     """Every lab under root/labs that has a lab.toml, in syllabus order."""
-    labs_dir = root / "labs"
-    found = [load_lab(p, root) for p in sorted(labs_dir.iterdir()) if (p / "lab.toml").is_file()]
+    found = [load_lab(p, root) for p in lab_directories(root)]
     return sorted(found, key=lambda lab: lab.number)
 
 
-def select(labs: list[Lab], selectors: list[str]) -> list[Lab]:
+def is_lab_tree(path: Path) -> bool:
+    """A directory whose labs/ holds at least one NN-slug/lab.toml: a checkout or a student release."""
+    try:
+        return any(LAB_DIR.match(p.name) and (p / "lab.toml").is_file() for p in (path / "labs").iterdir())
+    except OSError:
+        return False
+
+
+def find_root(explicit: str | Path | None = None, environ: Mapping[str, str] | None = None,
+              cwd: Path | None = None) -> Path:
+    """The lab tree to work on: --root, else $CUDALAB_ROOT, else the nearest lab tree from the current
+    directory upwards, else the checkout this grader runs from. An installed grader (pip install .)
+    sits in no checkout: it finds the labs from where it is started, or is told where they are."""
+    environ = os.environ if environ is None else environ
+    given = explicit or environ.get(ROOT_ENV)
+    if given:
+        return Path(given).expanduser().resolve()
+    here = (cwd or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if is_lab_tree(candidate):
+            return candidate
+    if is_lab_tree(PACKAGE_CHECKOUT):
+        return PACKAGE_CHECKOUT
+    raise LabError(f"no lab tree in {here} or above it (a directory whose labs/ holds NN-slug/lab.toml): run "
+                   f"the grader inside the workbook, or name it with --root DIR or {ROOT_ENV}=DIR")
+
+
+class Selectable(Protocol):
+    """What a selector is matched against: a Lab, or a lab directory that has not loaded."""
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def slug(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+S = TypeVar("S", bound=Selectable)
+
+
+def select(labs: Sequence[S], selectors: list[str]) -> list[S]:
     """Pick labs by '3', '03', 'vector-add' or '03-vector-add'. No selectors: all labs."""
     if not selectors:
         return list(labs)
-    chosen: list[Lab] = []
+    chosen: list[S] = []
     for raw in selectors:
         s = raw.strip().lower().rstrip("/")
         s = s.split("/")[-1]  # accept labs/03-vector-add

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from .hidden import counts, is_summary, total_tests
 from .labs import Lab
 from .pipeline import has_solution
 from .results import BuildResult, Category, Results, Status, TestResult
+from .text import first_line, shorten
 
 _MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.SKIPPED: "SKIP", Status.NOT_RUN: "NOT RUN"}
 
@@ -38,7 +40,7 @@ def format_builds(builds: list[BuildResult], log_lines: int = 40) -> str:
 def _test_line(t: TestResult, details: bool) -> list[str]:
     line = f"  {_MARK[t.status]:<7} {t.name}"
     if t.status is not Status.PASSED and t.message:
-        line += f"  — {t.message.splitlines()[0][:160]}"
+        line += f"  — {shorten(first_line(t.message), 160)}"
     out = [line]
     if details and t.status in (Status.FAILED, Status.NOT_RUN):
         out += ["            " + ln for ln in t.message.splitlines()[1:12]]
@@ -48,9 +50,13 @@ def _test_line(t: TestResult, details: bool) -> list[str]:
 
 
 def format_tests(results: Results, details: bool = True) -> str:
+    """The `test` verb's output. Give it hidden.redact(results): it is student-facing, and a concealed
+    hidden group then shows as its summary row while the counts still count every test in it."""
     lines: list[str] = []
     for lab in results.labs:
-        lines.append(f"lab {lab.name}: {lab.passed} passed, {lab.failed} failed, {lab.skipped} skipped, {lab.not_run} not run")
+        c = counts(lab.tests)
+        lines.append(f"lab {lab.name}: {c[Status.PASSED]} passed, {c[Status.FAILED]} failed, "
+                     f"{c[Status.SKIPPED]} skipped, {c[Status.NOT_RUN]} not run")
         for msg in lab.messages:
             lines.append(f"  note: {msg}")
         no_gpu = [t for t in lab.tests if t.category is Category.NO_GPU]
@@ -58,11 +64,11 @@ def format_tests(results: Results, details: bool = True) -> str:
             if t.category is not Category.NO_GPU:
                 lines += _test_line(t, details)
         if no_gpu:
-            lines.append(f"  {_MARK[Status.SKIPPED]:<7} {len(no_gpu)} test(s) that need a GPU: {no_gpu[0].message}")
+            why = next((t.message for t in no_gpu if not is_summary(t)), no_gpu[0].message)
+            lines.append(f"  {_MARK[Status.SKIPPED]:<7} {total_tests(no_gpu)} test(s) that need a GPU: {why}")
     if not results.run.gpu_available:
         lines.append(f"GPU: none ({results.run.gpu_reason}) — GPU tests were skipped")
-    total = [t for lab in results.labs for t in lab.tests]
-    count = {s: sum(t.status is s for t in total) for s in Status}
+    count = counts(t for lab in results.labs for t in lab.tests)
     lines.append(
         f"{count[Status.PASSED]} passed, {count[Status.FAILED]} failed, {count[Status.SKIPPED]} skipped"
         + (f", {count[Status.NOT_RUN]} not run" if count[Status.NOT_RUN] else "")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.labs import LabError, discover, load_lab, select
+from grader import labs
+from grader.labs import ROOT_ENV, LabError, discover, find_root, is_lab_tree, load_lab, select
 
 from .conftest import LAB_TOML, write_lab
 
@@ -75,3 +76,30 @@ def test_real_labs_load() -> None:
     labs = {lab.name: lab for lab in discover(root)}
     lab = labs["03-vector-add"]
     assert lab.title and lab.student_files == ("vector_add.cu",) and lab.total_points == 100
+
+
+# --- where the lab tree is -------------------------------------------------------------------------------
+
+
+def test_find_root_takes_the_explicit_root_then_the_environment(root: Path, tmp_path_factory) -> None:
+    other = tmp_path_factory.mktemp("elsewhere")
+    assert find_root(str(other), environ={ROOT_ENV: str(root)}, cwd=root) == other.resolve()
+    assert find_root(None, environ={ROOT_ENV: str(root)}, cwd=other) == root.resolve()
+
+
+@pytest.mark.parametrize("start", [".", "labs", "labs/06-reduce", "labs/99-draft"])
+def test_find_root_looks_from_the_current_directory_upwards(root: Path, start: str) -> None:
+    assert find_root(None, environ={}, cwd=root / start) == root.resolve()
+
+
+def test_find_root_falls_back_to_the_checkout_then_says_what_to_do(root: Path, tmp_path_factory, monkeypatch) -> None:
+    nowhere = tmp_path_factory.mktemp("nowhere")
+    monkeypatch.setattr(labs, "PACKAGE_CHECKOUT", root)
+    assert find_root(None, environ={}, cwd=nowhere) == root
+    monkeypatch.setattr(labs, "PACKAGE_CHECKOUT", nowhere)  # an installed grader: no checkout around it
+    with pytest.raises(LabError, match=r"no lab tree in .* or above it .* --root DIR or CUDALAB_ROOT=DIR"):
+        find_root(None, environ={}, cwd=nowhere)
+
+
+def test_the_checkout_is_a_lab_tree() -> None:
+    assert is_lab_tree(labs.PACKAGE_CHECKOUT) and not is_lab_tree(labs.PACKAGE_CHECKOUT / "grader")

@@ -1,0 +1,550 @@
+"""`grader check`: what is wrong with each lab's rubric (lab.toml), every problem with its file and key.
+
+The grader loads a lab.toml leniently: a misspelt key is ignored, a glob that matches nothing scores
+nothing, a test no task claims earns nothing. This check says so before a student meets it:
+
+- the file is TOML, and the grader loads it (labs.load_lab);
+- no table or key the grader does not know (a misspelt key would be ignored);
+- [lab]: a title, student_files that exist in labs/NN-slug/ (and in solutions/NN-slug/ where the lab
+  has a solution), the first of them naming the topic (test_<topic>.cu beside it);
+- points: tasks + perf + [sanitizer] points add up to 100. In the instructor's tree (one with
+  solutions/) hidden tasks count too; a student release has dropped them, so there they add up to at
+  most 100;
+- tests, from --gtest_list_tests of the built binaries (the reference's where it is built, else the
+  student's; the hidden binary's too where the lab has hidden tests): every test is claimed by a task
+  or a perf entry, every task glob matches a test of its binary (hidden tasks the hidden binary's,
+  the others the public one's), every perf entry matches a perf test. Without built binaries the
+  tests are not checked, and the check says so;
+- [[perf]]: a test, a known task, zero_at below full_at;
+- [[technique]]: a known task and kind, a pattern that compiles, a kernel for "ptx";
+- [forbid] / [allow] symbols: well-formed globs;
+- [sanitizer]: known tools, points and timeout_s not negative;
+- [hidden]: a known visibility, and hidden tasks only where hidden tests exist.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .gtest import GtestError, is_perf_suite
+from .hidden import VISIBILITIES
+from .labs import LAB_DIR, LabError, lab_directories, load_lab, select
+from .runs import list_tests
+from .sanitizer import TOOLS as SANITIZER_TOOLS
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+TOTAL = 100.0  # a lab's points
+TECHNIQUE_KINDS = ("symbol", "ptx")  # grader/techniques.py
+
+# Every key the grader reads, per table (labs.py, sanitizer.py, hidden.py).
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {
+    "lab": ("title", "student_files", "timeout_s", "max_host_memory_mib"),
+    "task": ("id", "title", "points", "tests", "challenge", "hidden"),
+    "perf": ("test", "task", "points", "full_at", "zero_at"),
+    "technique": ("task", "kind", "pattern", "message", "kernel", "points"),
+    "forbid": ("symbols",),
+    "allow": ("symbols",),
+    "sanitizer": ("tools", "points", "timeout_s"),
+    "hidden": ("visibility",),
+}
+ARRAYS = ("task", "perf", "technique")  # [[task]], [[perf]], [[technique]]
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str  # relative to the root: labs/06-reduce/lab.toml
+    key: str  # where in it: [[task]] "shuffle" tests
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.key}: {self.message}"
+
+
+@dataclass
+class Listing:
+    """A lab's tests, as its built binaries list them (None: no binary of that kind is built)."""
+
+    public: list[str] | None = None
+    hidden: list[str] | None = None
+    public_binary: str = ""  # the binary the public tests came from: lab06_solution
+    hidden_binary: str = ""
+    hidden_expected: bool = False  # the lab has hidden tests (solutions/NN-slug/test_hidden_<topic>.cu)
+    notes: list[str] = field(default_factory=list)  # what was not listed, and why
+
+
+@dataclass
+class LabCheck:
+    """One lab's check: its problems, and what the check could not look at."""
+
+    name: str  # 06-reduce
+    file: str  # labs/06-reduce/lab.toml
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    points: str = ""  # how the points add up: "100 (tasks 85 + perf 15)"
+    tests: int = 0  # tests listed, public and hidden
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class LabDir:
+    """A lab directory, selectable like a Lab even when its lab.toml does not load."""
+
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def number(self) -> int:
+        m = LAB_DIR.match(self.name)
+        return int(m.group(1)) if m else -1
+
+    @property
+    def slug(self) -> str:
+        m = LAB_DIR.match(self.name)
+        return m.group(2) if m else self.name
+
+
+# --- the tests of the built binaries ------------------------------------------------------------------------
+
+
+def _first_built(bin_dir: Path, targets: list[str]) -> Path | None:
+    return next((bin_dir / t for t in targets if (bin_dir / t).is_file()), None)
+
+
+def lab_listing(lab_dir: Path, root: Path, bin_dir: Path, hidden_expected: bool) -> tuple[Listing, list[Problem]]:
+    """--gtest_list_tests of the lab's binaries in bin_dir: the reference's where built, else the student's."""
+    m = LAB_DIR.match(lab_dir.name)
+    prefix = f"lab{m.group(1)}" if m else lab_dir.name
+    listing = Listing(hidden_expected=hidden_expected)
+    problems: list[Problem] = []
+    shown_dir = _rel(bin_dir, root)
+    kinds = [("public", [f"{prefix}_solution", f"{prefix}_student"])]
+    if hidden_expected:
+        kinds.append(("hidden", [f"{prefix}_hidden_solution", f"{prefix}_hidden_student"]))
+    for kind, targets in kinds:
+        binary = _first_built(bin_dir, targets)
+        if binary is None:
+            listing.notes.append(f"{kind} tests not checked: neither {' nor '.join(targets)} is built in {shown_dir} "
+                                 f"(python3 -m grader build {lab_dir.name[:2]})")
+            continue
+        try:
+            names = list_tests(binary)
+        except (GtestError, OSError) as err:
+            problems.append(Problem(_rel(binary, root), "--gtest_list_tests", f"cannot list the tests: {err}"))
+            continue
+        setattr(listing, kind, names)
+        setattr(listing, f"{kind}_binary", binary.name)
+    return listing, problems
+
+
+# --- the checks ---------------------------------------------------------------------------------------------
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _number(value: Any) -> float | None:
+    """A TOML number (not a bool, not NaN), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def glob_problem(glob: Any) -> str:
+    """Why a symbol glob is malformed ('' when it is not)."""
+    if not isinstance(glob, str):
+        return f"{glob!r} is not a string"
+    if not glob.strip():
+        return "an empty glob"
+    if glob != glob.strip():
+        return f"{glob!r} has space at its ends (names never do)"
+    if set(glob) <= {"*"}:
+        return f"{glob!r} matches every name"
+    depth = 0
+    for ch in glob:  # fnmatch takes a '[' without its ']' literally, which is never what was meant
+        if ch == "[":
+            depth += 1
+        elif ch == "]" and depth:
+            depth -= 1
+    if depth:
+        return f"{glob!r} has a '[' without its ']'"
+    return ""
+
+
+class _Checker:
+    """The checks of one lab.toml's parsed data; each problem names its key."""
+
+    def __init__(self, data: dict[str, Any], file: str, lab_dir: Path, root: Path, instructor_tree: bool) -> None:
+        self.data = data
+        self.file = file
+        self.lab_dir = lab_dir
+        self.root = root
+        self.instructor_tree = instructor_tree
+        self.problems: list[Problem] = []
+
+    def add(self, key: str, message: str) -> None:
+        self.problems.append(Problem(self.file, key, message))
+
+    # -- shape -----------------------------------------------------------------------------------------------
+
+    def table(self, name: str) -> dict[str, Any]:
+        value = self.data.get(name, {})
+        if isinstance(value, dict):
+            return value
+        self.add(f"[{name}]", f"is a {type(value).__name__}, not a table")
+        return {}
+
+    def entries(self, name: str) -> list[dict[str, Any]]:
+        value = self.data.get(name, [])
+        if isinstance(value, list) and all(isinstance(e, dict) for e in value):
+            return value
+        self.add(f"[[{name}]]", f"must be an array of tables ([[{name}]] entries)")
+        return []
+
+    def unknown_keys(self) -> None:
+        for name, value in self.data.items():
+            if name not in KNOWN_KEYS:
+                array = isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+                self.add(f"[{name}]" if isinstance(value, dict) else f"[[{name}]]" if array else name,
+                         f"unknown {'table' if isinstance(value, (dict, list)) else 'key'} (the grader reads "
+                         + ", ".join(f"[[{k}]]" if k in ARRAYS else f"[{k}]" for k in KNOWN_KEYS) + ")")
+                continue
+            blocks = value if name in ARRAYS and isinstance(value, list) else [value]
+            for i, block in enumerate(blocks):
+                if not isinstance(block, dict):
+                    continue
+                where = self.entry_key(name, block, i) if name in ARRAYS else f"[{name}]"
+                for key in block:
+                    if key not in KNOWN_KEYS[name]:
+                        self.add(f"{where} {key}", f"unknown key (known: {', '.join(KNOWN_KEYS[name])})")
+
+    @staticmethod
+    def entry_key(name: str, entry: dict[str, Any], index: int) -> str:
+        """[[task]] "shuffle", [[perf]] "ReducePerf.Shuffle/1", [[technique]] #2 (task "shuffle")."""
+        if name == "task" and isinstance(entry.get("id"), str):
+            return f'[[task]] "{entry["id"]}"'
+        if name == "perf" and isinstance(entry.get("test"), str):
+            return f'[[perf]] "{entry["test"]}"'
+        if name == "technique" and isinstance(entry.get("task"), str):
+            return f'[[technique]] #{index + 1} (task "{entry["task"]}")'
+        return f"[[{name}]] #{index + 1}"
+
+    def number(self, key: str, value: Any, minimum: float = 0.0, positive: bool = False) -> float | None:
+        x = _number(value)
+        if x is None:
+            self.add(key, f"{value!r} is not a number")
+        elif x < minimum or (positive and x <= 0):
+            self.add(key, f"{_fmt(x)} must be {'above' if positive else 'at least'} {_fmt(minimum)}")
+            return None
+        return x
+
+    def strings(self, key: str, value: Any, what: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.add(key, f"must be a list of {what} (strings)")
+            return []
+        return value
+
+    # -- [lab] -----------------------------------------------------------------------------------------------
+
+    def lab(self) -> str:
+        """[lab]'s checks; returns the topic (the first student file's stem), or ''."""
+        if "lab" not in self.data:
+            self.add("[lab]", "missing")
+            return ""
+        meta = self.table("lab")
+        if not isinstance(meta.get("title"), str) or not meta.get("title", "").strip():
+            self.add("[lab] title", "missing or empty")
+        for key, positive in (("timeout_s", True), ("max_host_memory_mib", True)):
+            if key in meta:
+                self.number(f"[lab] {key}", meta[key], positive=positive)
+        if "student_files" not in meta:
+            self.add("[lab] student_files", "missing")
+            return ""
+        files = self.strings("[lab] student_files", meta["student_files"], "file names")
+        if not files:
+            if isinstance(meta["student_files"], list):
+                self.add("[lab] student_files", "is empty")
+            return ""
+        solution_dir = self.root / "solutions" / self.lab_dir.name
+        for name in files:
+            rel = Path(name)
+            if rel.is_absolute() or ".." in rel.parts or not name.strip():
+                self.add("[lab] student_files", f"{name!r} is not a file name inside the lab directory")
+                continue
+            if not (self.lab_dir / rel).is_file():
+                self.add("[lab] student_files", f"{name} does not exist in {_rel(self.lab_dir, self.root)}/")
+            if solution_dir.is_dir() and not (solution_dir / rel).is_file():
+                self.add("[lab] student_files", f"{name} does not exist in {_rel(solution_dir, self.root)}/, so "
+                                                "the reference is never built")
+        topic = Path(files[0]).stem
+        if not (self.lab_dir / f"test_{topic}.cu").is_file():
+            self.add("[lab] student_files", f"the first file names the topic '{topic}', but "
+                                            f"{_rel(self.lab_dir, self.root)}/test_{topic}.cu does not exist")
+        return topic
+
+    # -- tasks, perf, techniques -----------------------------------------------------------------------------
+
+    def tasks(self) -> list[dict[str, Any]]:
+        tasks = self.entries("task")
+        seen: set[str] = set()
+        for i, t in enumerate(tasks):
+            key = self.entry_key("task", t, i)
+            task_id = t.get("id")
+            if not isinstance(task_id, str) or not task_id.strip():
+                self.add(f"{key} id", "missing or empty")
+            elif task_id in seen:
+                self.add(f"{key} id", "appears twice (a perf entry or technique could mean either)")
+            else:
+                seen.add(task_id)
+            if "points" in t:
+                self.number(f"{key} points", t["points"])
+            if "tests" not in t:
+                self.add(f"{key} tests", "missing")
+            elif not self.strings(f"{key} tests", t["tests"], "test globs") and isinstance(t["tests"], list):
+                self.add(f"{key} tests", "is empty: the task can never earn its points")
+            for flag in ("challenge", "hidden"):
+                if flag in t and not isinstance(t[flag], bool):
+                    self.add(f"{key} {flag}", f"{t[flag]!r} is not true or false")
+        return tasks
+
+    def task_ids(self) -> set[str]:
+        return {t["id"] for t in self.data.get("task", []) if isinstance(t, dict) and isinstance(t.get("id"), str)}
+
+    def perf(self) -> list[dict[str, Any]]:
+        entries = self.entries("perf")
+        ids = self.task_ids()
+        for i, p in enumerate(entries):
+            key = self.entry_key("perf", p, i)
+            if not isinstance(p.get("test"), str) or not p.get("test", "").strip():
+                self.add(f"{key} test", "missing or empty")
+            if "task" in p and p["task"] not in ids:
+                self.add(f"{key} task", f"names unknown task {p['task']!r} (tasks: {', '.join(sorted(ids)) or 'none'})")
+            points = self.number(f"{key} points", p["points"]) if "points" in p else 0.0
+            full = self.number(f"{key} full_at", p["full_at"], positive=True) if "full_at" in p else 0.9
+            zero = self.number(f"{key} zero_at", p["zero_at"]) if "zero_at" in p else 0.5
+            if points and full is not None and zero is not None and not zero < full:
+                self.add(f"{key} zero_at", f"{_fmt(zero)} must be below full_at ({_fmt(full)})")
+        return entries
+
+    def techniques(self) -> None:
+        ids = self.task_ids()
+        for i, t in enumerate(self.entries("technique")):
+            key = self.entry_key("technique", t, i)
+            if "task" not in t:
+                self.add(f"{key} task", "missing")
+            elif t["task"] not in ids:
+                self.add(f"{key} task", f"names unknown task {t['task']!r}")
+            kind = t.get("kind")
+            if kind not in TECHNIQUE_KINDS:
+                self.add(f"{key} kind", f"{kind!r} is not one of {', '.join(TECHNIQUE_KINDS)}")
+            pattern = t.get("pattern")
+            if not isinstance(pattern, str) or not pattern:
+                self.add(f"{key} pattern", "missing or empty")
+            else:
+                try:
+                    re.compile(pattern)
+                except re.error as err:
+                    self.add(f"{key} pattern", f"{pattern!r} is not a regular expression: {err}")
+            if kind == "ptx" and (not isinstance(t.get("kernel"), str) or not t.get("kernel", "").strip()):
+                self.add(f"{key} kernel", "missing: a \"ptx\" technique names the kernel whose PTX must match")
+            if "points" in t:
+                self.number(f"{key} points", t["points"])
+            if "message" in t and not isinstance(t["message"], str):
+                self.add(f"{key} message", "is not a string")
+
+    # -- symbols, sanitizer, hidden --------------------------------------------------------------------------
+
+    def symbols(self) -> None:
+        for name in ("forbid", "allow"):
+            table = self.table(name)
+            if "symbols" not in table:
+                continue
+            for glob in self.strings(f"[{name}] symbols", table["symbols"], "globs"):
+                why = glob_problem(glob)
+                if why:
+                    self.add(f"[{name}] symbols", why)
+
+    def sanitizer(self) -> float:
+        table = self.table("sanitizer")
+        if "tools" in table:
+            for tool in self.strings("[sanitizer] tools", table["tools"], "tool names"):
+                if tool not in SANITIZER_TOOLS:
+                    self.add("[sanitizer] tools", f"unknown tool {tool!r} (known: {', '.join(SANITIZER_TOOLS)})")
+        if "timeout_s" in table:
+            self.number("[sanitizer] timeout_s", table["timeout_s"])
+        points = self.number("[sanitizer] points", table["points"]) if "points" in table else 0.0
+        return points or 0.0
+
+    def hidden(self, tasks: list[dict[str, Any]], hidden_tests: Path | None) -> None:
+        table = self.table("hidden")
+        if "visibility" in table and table["visibility"] not in VISIBILITIES:
+            self.add("[hidden] visibility", f"{table['visibility']!r} is not one of {', '.join(VISIBILITIES)}")
+        hidden_tasks = [self.entry_key("task", t, i) for i, t in enumerate(tasks) if t.get("hidden") is True]
+        if hidden_tasks and hidden_tests is None:
+            where = "a student release has no hidden tests" if not self.instructor_tree else "no hidden tests"
+            for key in hidden_tasks:
+                self.add(f"{key} hidden", f"{where}: solutions/{self.lab_dir.name}/test_hidden_<topic>.cu "
+                                          "does not exist")
+
+    # -- points ----------------------------------------------------------------------------------------------
+
+    def points(self, tasks: list[dict[str, Any]], perf: list[dict[str, Any]], sanitizer: float) -> str:
+        def pts(entry: dict[str, Any]) -> float:
+            return max(0.0, _number(entry.get("points", 0)) or 0.0)
+
+        public = sum(pts(t) for t in tasks if t.get("hidden") is not True)
+        hidden = sum(pts(t) for t in tasks if t.get("hidden") is True)
+        perf_points = sum(pts(p) for p in perf)
+        total = public + hidden + perf_points + sanitizer
+        parts = [f"tasks {_fmt(public)}"] + ([f"hidden tasks {_fmt(hidden)}"] if hidden else [])
+        parts += [f"perf {_fmt(perf_points)}"] + ([f"sanitizer {_fmt(sanitizer)}"] if sanitizer else [])
+        how = f"{_fmt(total)} ({' + '.join(parts)})"
+        if self.instructor_tree and not math.isclose(total, TOTAL, abs_tol=1e-6):
+            self.add("points", f"add up to {how}, not {_fmt(TOTAL)}: [[task]] points (hidden tasks included) + "
+                               "[[perf]] points + [sanitizer] points make a lab's 100")
+        elif not self.instructor_tree and total > TOTAL + 1e-6:
+            self.add("points", f"add up to {how}, more than {_fmt(TOTAL)} ([[task]] + [[perf]] + [sanitizer] "
+                               "points; a student release has dropped the hidden tasks, so it may count fewer)")
+        return how
+
+    # -- tests -----------------------------------------------------------------------------------------------
+
+    def tests(self, tasks: list[dict[str, Any]], perf: list[dict[str, Any]], listing: Listing) -> None:
+        def globs(entry: dict[str, Any]) -> list[str]:
+            value = entry.get("tests", [])
+            return [g for g in value if isinstance(g, str)] if isinstance(value, list) else []
+
+        perf_globs = [p["test"] for p in perf if isinstance(p.get("test"), str)]
+        for hidden, names, binary in ((False, listing.public, listing.public_binary),
+                                      (True, listing.hidden, listing.hidden_binary)):
+            if names is None:
+                continue
+            own = [t for t in tasks if (t.get("hidden") is True) == hidden]
+            for i, t in enumerate(tasks):
+                if t not in own:
+                    continue
+                for g in globs(t):
+                    if not any(fnmatch.fnmatchcase(n, g) for n in names):
+                        self.add(f"{self.entry_key('task', t, i)} tests", f"{g!r} matches no test of {binary}")
+            for name in names:
+                by_task = any(fnmatch.fnmatchcase(name, g) for t in own for g in globs(t))
+                by_perf = _is_perf(name) and any(fnmatch.fnmatchcase(name, g) for g in perf_globs)
+                if not (by_task or by_perf):
+                    claim = ("hidden task" if hidden else "task") + (" or [[perf]] entry" if _is_perf(name) else "")
+                    self.add("tests", f"{name} ({binary}): no {claim} claims it, so it earns no points")
+        listed = [n for names in (listing.public, listing.hidden) if names is not None for n in names]
+        listed_all = listing.public is not None and (listing.hidden is not None or not listing.hidden_expected)
+        for i, p in enumerate(perf):
+            glob = p.get("test")
+            if not isinstance(glob, str):
+                continue
+            hits = [n for n in listed if fnmatch.fnmatchcase(n, glob)]
+            if hits and not any(_is_perf(n) for n in hits):
+                self.add(f"{self.entry_key('perf', p, i)} test",
+                         "matches only correctness tests: perf entries score tests of a suite named ...Perf")
+            elif not hits and listed_all:
+                binaries = " or ".join(b for b in (listing.public_binary, listing.hidden_binary) if b)
+                self.add(f"{self.entry_key('perf', p, i)} test", f"matches no test of {binaries}")
+
+
+def _is_perf(name: str) -> bool:
+    return is_perf_suite(name.split(".", 1)[0])
+
+
+# --- one lab, every lab -------------------------------------------------------------------------------------
+
+
+def check_lab(lab_dir: Path, root: Path, bin_dir: Path | None) -> LabCheck:
+    """Every check of one lab directory; bin_dir None: the tests are not listed."""
+    toml_path = lab_dir / "lab.toml"
+    file = _rel(toml_path, root)
+    result = LabCheck(name=lab_dir.name, file=file)
+    if not LAB_DIR.match(lab_dir.name):
+        result.problems.append(Problem(_rel(lab_dir, root), "directory", "a lab directory is named NN-slug, "
+                                                                         "like 03-vector-add"))
+    try:
+        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        result.problems.append(Problem(file, "file", f"cannot be read: {err}"))
+        return result
+    except tomllib.TOMLDecodeError as err:
+        result.problems.append(Problem(file, "file", f"not valid TOML: {err}"))
+        return result
+    instructor_tree = (root / "solutions").is_dir()
+    c = _Checker(data, file, lab_dir, root, instructor_tree)
+    c.unknown_keys()
+    topic = c.lab()
+    tasks = c.tasks()
+    perf = c.perf()
+    c.techniques()
+    c.symbols()
+    sanitizer_points = c.sanitizer()
+    hidden_src = root / "solutions" / lab_dir.name / f"test_hidden_{topic}.cu" if topic else None
+    hidden_tests = hidden_src if hidden_src is not None and hidden_src.is_file() else None
+    c.hidden(tasks, hidden_tests)
+    result.points = c.points(tasks, perf, sanitizer_points)
+    if not c.problems:  # what the grader itself refuses, should a check above have missed it
+        try:
+            load_lab(lab_dir, root)
+        except LabError as err:
+            c.add("file", str(err).removeprefix(f"{toml_path}: "))
+    if bin_dir is None:
+        result.notes.append("tests not checked (not asked to list them)")
+    elif not topic:
+        result.notes.append("tests not checked: [lab] student_files names no file, so no topic and no binaries")
+    else:
+        listing, listing_problems = lab_listing(lab_dir, root, bin_dir, hidden_tests is not None)
+        c.problems += listing_problems
+        result.notes += listing.notes
+        result.tests = len(listing.public or []) + len(listing.hidden or [])
+        c.tests(tasks, perf, listing)
+    result.problems += c.problems
+    return result
+
+
+def check_labs(root: Path, selectors: list[str], bin_dir: Path | None) -> list[LabCheck]:
+    """The check of every selected lab (all when selectors is empty). Raises LabError for a bad selector."""
+    dirs = select([LabDir(p) for p in lab_directories(root)], selectors)
+    return [check_lab(d.path, root, bin_dir) for d in dirs]
+
+
+def format_checks(checks: list[LabCheck], instructor_tree: bool) -> str:
+    if not checks:
+        return "check: no labs found"
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        status = "ok" if c.ok else f"{len(c.problems)} problem{'s' if len(c.problems) != 1 else ''}"
+        facts = [f"points {c.points}"] if c.points else []
+        if c.tests:
+            facts.append(f"{c.tests} tests listed")
+        lines.append(f"{c.name:<{width}}  {status:<11} {'; '.join(facts)}".rstrip())
+        lines += [f"  {p}" for p in c.problems]
+        lines += [f"  note: {n}" for n in c.notes]
+    problems = sum(len(c.problems) for c in checks)
+    tree = ("the instructor's tree: hidden tasks count toward 100" if instructor_tree
+            else "a student release (no solutions/): hidden tasks were dropped, so a lab may count fewer than 100")
+    lines.append(f"check: {len(checks)} lab(s), {problems} problem(s); {tree}")
+    return "\n".join(lines)
