@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from grader.results import Category, LabResult, Perf, PerfSeries, RunInfo, Status, TestResult
+from grader.text import shorten
 
 # ANSI escape sequences (colored compiler output) are dropped; other control characters,
 # lone surrogates and the two non-characters are made visible as \xNN / \uNNNN, because they are
@@ -40,8 +41,27 @@ def truncate(text: str, limit: int, note: str = "… ({n} more characters)") -> 
 
 
 def first_line(text: str, limit: int = 160) -> str:
+    """The first non-empty line, cut between words to at most limit characters."""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return shorten(line, limit)
+
+
+def labelled(label: str, message: str) -> str:
+    """'label: message', without saying the label twice when the message starts with it already."""
+    if not label:
+        return message
+    if not message:
+        return label
+    if message.casefold().startswith(label.casefold()):
+        return message
+    return f"{label}: {message}"
+
+
+def fmt_commit(commit: str, digits: int = 12) -> str:
+    """A commit as reports show it: the hash cut to `digits`, a suffix ("+dirty") always kept."""
+    text = clean_text(commit).strip()
+    head, plus, rest = text.partition("+")
+    return head[:digits] + (plus + rest if plus else "")
 
 
 # --- statuses and categories ----------------------------------------------------------------------

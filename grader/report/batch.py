@@ -6,19 +6,18 @@
     write_batch_reports(outcomes, out_dir)
 
 A StudentOutcome whose submission could not be graded (results None) is never dropped: it is counted,
-listed with its error, and gets a gradebook row with empty scores. Everything is read from the result
+listed with its error, and gets a gradebook row with empty scores. Neither is one without a score
+(not graded: no GPU; a compile check): the page says so first, and only graded outcomes enter the
+statistics, pass rates and leaderboards (grader/report/outcomes.py). Everything is read from the result
 model; the page is built like the single-run report (html.environment(), the same style partial, svg
 helpers, _format helpers) and all text is escaped.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -47,134 +46,31 @@ from grader.report._format import (
     truncate,
     unit,
 )
-from grader.report.gradebook import _cell, _num
+from grader.report.class_gradebook import gradebook_columns, render_gradebook_csv
 from grader.report.html import environment
-from grader.results import LabResult, Results, Status
+from grader.report.outcomes import (
+    LabColumn,
+    StudentOutcome,
+    batch_labs,
+    graded_only,
+)
+from grader.report.outcomes import build_failed as _build_failed
+from grader.report.outcomes import by_name as _by_name
+from grader.report.outcomes import roster_order as _sorted
+from grader.report.standing import (
+    BROKEN,
+    COMPILED,
+    GRADED,
+    NOT_COMPILED,
+    NOT_GRADED_NO_GPU,
+    STATE_COMPILED,
+    compile_state,
+)
+from grader.results import Status
 
 FILES = {"html": "class-summary.html", "csv": "gradebook.csv"}
 _ERROR_LIMIT = 4_000
-_NOTE_LIMIT = 600
 _SHOWN_TESTS = 12  # per lab, the tests with the lowest pass rates shown open; the rest fold
-
-
-@dataclass
-class StudentOutcome:
-    """One student's submission in a batch: their results, or why there are none."""
-
-    student: str
-    results: Results | None
-    error: str = ""  # why the submission could not be graded (or a note about one that was)
-    report_dir: str = ""  # the student's report folder, relative to the class summary (for links)
-    seconds: float = 0.0  # how long grading it took
-
-    @property
-    def broken(self) -> bool:
-        return self.results is None
-
-
-# --- the labs and tasks a batch graded --------------------------------------------------------------
-
-
-@dataclass
-class LabColumn:
-    number: int
-    name: str  # "03-vector-add"
-    title: str
-    max_score: float
-    tasks: list[tuple[str, str]] = field(default_factory=list)  # (task id, title), first-seen order
-
-
-def batch_labs(outcomes: list[StudentOutcome]) -> list[LabColumn]:
-    """Every lab any graded submission has, in lab order, with the union of their tasks."""
-    labs: dict[str, LabColumn] = {}
-    for o in outcomes:
-        if o.results is None:
-            continue
-        for lab in o.results.labs:
-            col = labs.setdefault(lab.name, LabColumn(lab.number, lab.name, lab.title, lab.max_score))
-            col.max_score = max(col.max_score, lab.max_score)
-            known = {tid for tid, _ in col.tasks}
-            col.tasks += [(t.id, t.title) for t in lab.tasks if t.id not in known]
-    return sorted(labs.values(), key=lambda c: (c.number, c.name))
-
-
-def _by_name(results: Results | None) -> dict[str, LabResult]:
-    return {lab.name: lab for lab in results.labs} if results is not None else {}
-
-
-def _sorted(outcomes: list[StudentOutcome]) -> list[StudentOutcome]:
-    """Roster order: by name, case-insensitively (stable, so equal names keep their input order)."""
-    return sorted(outcomes, key=lambda o: (clean_text(o.student).casefold(), clean_text(o.student)))
-
-
-def _build_failed(lab: LabResult) -> bool:
-    return any(not b.ok for b in lab.builds)
-
-
-# --- the gradebook ------------------------------------------------------------------------------------
-
-
-def gradebook_columns(labs: list[LabColumn]) -> list[str]:
-    return (
-        ["student", "total", "max_total"]
-        + [lab.name for lab in labs]
-        + [f"{lab.name}:{tid}" for lab in labs for tid, _ in lab.tasks]
-        + ["status", "notes"]
-    )
-
-
-def _notes(o: StudentOutcome) -> str:
-    notes = []
-    if o.error:
-        notes.append(
-            first_line(clean_text(o.error), _NOTE_LIMIT) if o.results is not None else clean_text(o.error)
-        )
-    if o.results is not None:
-        run = o.results.run
-        if not run.gpu_available:
-            notes.append(f"no GPU ({clean_text(run.gpu_reason) or 'no CUDA device'})")
-        for lab in o.results.labs:
-            for b in lab.builds:
-                if not b.ok:
-                    notes.append(f"{lab.name}: {clean_text(b.message) or b.target + ' did not build'}")
-        if not o.results.labs:
-            notes.append("no labs graded")
-    elif not o.error:
-        notes.append("not graded")
-    # One note per distinct problem: a compile error breaks the lab's student and hidden binaries alike.
-    unique = list(dict.fromkeys(" ".join(n.split()) for n in notes))
-    return truncate(" | ".join(unique), _NOTE_LIMIT, "… ({n} more characters)")
-
-
-def render_gradebook_csv(outcomes: list[StudentOutcome]) -> str:
-    """One row per student (a broken submission too: empty scores, the error in notes).
-
-    Columns: student, total, max_total, one per lab graded in the batch (its score), one per task as
-    `<lab>:<task id>` (points earned, speed points included, so a lab's task columns add up to its
-    score), status (graded or broken), notes. A lab or task the student was not graded on is empty.
-    """
-    labs = batch_labs(outcomes)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([_cell(c) for c in gradebook_columns(labs)])
-    for o in _sorted(outcomes):
-        results = o.results
-        mine = _by_name(results)
-        row = [_cell(o.student)]
-        if results is None:
-            row += ["", ""] + [""] * (len(labs) + sum(len(lab.tasks) for lab in labs))
-        else:
-            row += [_num(results.score), _num(results.max_score)]
-            row += [_num(mine[lab.name].score) if lab.name in mine else "" for lab in labs]
-            for lab in labs:
-                tasks = {t.id: t for t in mine[lab.name].tasks} if lab.name in mine else {}
-                row += [
-                    _num(round(tasks[tid].earned + tasks[tid].perf_earned, 4)) if tid in tasks else ""
-                    for tid, _ in lab.tasks
-                ]
-        row += ["broken" if results is None else "graded", _cell(_notes(o))]
-        writer.writerow(row)
-    return out.getvalue()
 
 
 # --- statistics ---------------------------------------------------------------------------------------
@@ -349,8 +245,16 @@ def _link(report_dir: str, page: str = "report.html") -> str:
     return quote(f"{path}/{page}", safe="/")
 
 
+def _students_line(outcomes: list[StudentOutcome]) -> str:
+    """'40 (35 graded, 5 broken)', with every status that has a row."""
+    count = Counter(o.status for o in outcomes)
+    shown = [GRADED] if not (count[COMPILED] or count[NOT_COMPILED]) or count[GRADED] else []
+    shown += [s for s in (NOT_GRADED_NO_GPU, COMPILED, NOT_COMPILED) if count[s]] + [BROKEN]
+    return f"{len(outcomes)} (" + ", ".join(f"{count[s]} {s}" for s in shown) + ")"
+
+
 def _header(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> dict[str, Any]:
-    graded = [o.results for o in outcomes if o.results is not None]
+    graded = [o.results for o in outcomes if o.results is not None]  # every run, for its facts
     gpus = Counter(gpu_name(r.run) for r in graded if r.run.gpu_available)
     with_gpu = next((r for r in graded if r.run.gpu_available), None)
     toolkit = next((r.run.toolkit for r in graded if r.run.toolkit), "")
@@ -362,11 +266,11 @@ def _header(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> dict[str, 
         date = first if first == last else f"{first} – {last}"
     else:
         date = fmt_date(datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    no_gpu = sum(1 for r in graded if not r.run.gpu_available)
+    no_gpu = sum(1 for o in outcomes if o.status == NOT_GRADED_NO_GPU)
     total_seconds = sum(o.seconds for o in outcomes)
     meta = [
         ("labs", ", ".join(f"{lab.number:02d} · {lab.title}" for lab in labs) or "none"),
-        ("students", f"{len(outcomes)} ({len(graded)} graded, {len(outcomes) - len(graded)} broken)"),
+        ("students", _students_line(outcomes)),
         ("GPU", gpu_line(with_gpu.run) if with_gpu else "none: no submission was graded on a GPU"),
         ("toolkit", toolkit),
         ("date", date),
@@ -379,10 +283,12 @@ def _header(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> dict[str, 
     modes = {r.run.mode for r in graded if r.run.mode and r.run.mode != "student"}
     if modes:
         meta.append(("mode", ", ".join(sorted(modes))))
-    return {"meta": [(k, v) for k, v in meta if v], "no_gpu": no_gpu, "gpus": len(gpus)}
+    reason = next((clean_text(r.run.gpu_reason) for r in graded if not r.run.gpu_available and r.run.gpu_reason), "")
+    return {"meta": [(k, v) for k, v in meta if v], "no_gpu": no_gpu, "gpus": len(gpus), "gpu_reason": reason}
 
 
-def _distribution(outcomes: list[StudentOutcome]) -> dict[str, Any]:
+def _distribution(outcomes: list[StudentOutcome], left_out: int) -> dict[str, Any]:
+    """The scores of the graded outcomes; left_out: the submissions without a score."""
     graded = [o.results for o in outcomes if o.results is not None]
     maxima = {round(r.max_score, 6) for r in graded}
     same = len(maxima) == 1 and next(iter(maxima)) > 0
@@ -403,7 +309,7 @@ def _distribution(outcomes: list[StudentOutcome]) -> dict[str, Any]:
         "unit": unit_label,
         "top": fmt_points(top),
         "n": len(values),
-        "broken": sum(1 for o in outcomes if o.results is None),
+        "left_out": left_out,
         "mean": _stat(st["mean"]) if st else "–",
         "median": _stat(st["median"]) if st else "–",
         "min": _stat(st["min"]) if st else "–",
@@ -629,10 +535,20 @@ def _roster(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> list[dict[
         r = o.results
         mine = _by_name(r)
         cells = []
+        status = o.status
         for col in labs:
             lab = mine.get(col.name)
             if lab is None:
                 cells.append({"text": "–", "grade": "none", "title": "not graded", "build_failed": False})
+                continue
+            if status in (COMPILED, NOT_COMPILED):
+                state, why = compile_state(lab)
+                cells.append({"text": state, "grade": "good" if state == STATE_COMPILED else "low",
+                              "title": why or state, "build_failed": False})
+                continue
+            if status == NOT_GRADED_NO_GPU:
+                cells.append({"text": "–", "grade": "none", "title": "not graded: no GPU",
+                              "build_failed": _build_failed(lab)})
                 continue
             pct = percent(lab.score, lab.max_score)
             cells.append(
@@ -644,21 +560,24 @@ def _roster(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> list[dict[
                     "build_failed": _build_failed(lab),
                 }
             )
-        pct = percent(r.score, r.max_score) if r is not None else 0.0
+        scored = status == GRADED and r is not None
+        pct = percent(r.score, r.max_score) if scored and r is not None else 0.0
         rows.append(
             {
                 "student": o.student,
                 "broken": r is None,
-                "score": fmt_points(r.score) if r is not None else "",
-                "max_score": fmt_points(r.max_score) if r is not None else "",
+                "status": status,
+                "scored": scored,
+                "score": fmt_points(r.score) if scored and r is not None else "",
+                "max_score": fmt_points(r.max_score) if scored and r is not None else "",
                 "pct": f"{pct:.1f}",
-                "grade": _grade(pct) if r is not None and r.max_score > 0 else "none",
+                "grade": _grade(pct) if scored and r is not None and r.max_score > 0 else "none",
                 "cells": cells,
                 "error": truncate(clean_text(o.error), _ERROR_LIMIT) if o.error else "",
                 "error_line": first_line(clean_text(o.error), 140) if o.error else "",
                 "error_more": bool(o.error)
                 and clean_text(o.error).strip() != first_line(clean_text(o.error), 140),
-                "no_gpu": r is not None and not r.run.gpu_available,
+                "no_gpu": status == NOT_GRADED_NO_GPU,
                 "seconds": fmt_seconds(o.seconds),
                 "link": _link(o.report_dir, "" if r is None else "report.html"),
                 "link_text": "folder" if r is None else "report",
@@ -668,26 +587,34 @@ def _roster(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> list[dict[
 
 
 def class_view(outcomes: list[StudentOutcome], title: str = "") -> dict[str, Any]:
+    """The class summary's view model. Statistics, pass rates and leaderboards count the graded
+    outcomes only; the roster lists everyone with their status."""
     labs = batch_labs(outcomes)
     head = _header(outcomes, labs)
     broken = [o for o in _sorted(outcomes) if o.results is None]
+    graded = graded_only(outcomes)
+    compile_check = any(o.compile_only for o in outcomes)
     return {
         "title": title or "cudalab class summary",
         "labs": [
             {"number": f"{c.number:02d}", "title": c.title, "anchor": f"tests-{c.number:02d}"} for c in labs
         ],
         "students": len(outcomes),
-        "graded": len(outcomes) - len(broken),
+        "graded": len(graded),
         "broken": [
             {"student": o.student, "line": first_line(clean_text(o.error), 160) or "not graded"}
             for o in broken
         ],
         "meta": head["meta"],
         "no_gpu": head["no_gpu"],
-        "distribution": _distribution(outcomes),
-        "lab_stats": _lab_stats(outcomes, labs),
-        "pass_rates": _pass_rates(outcomes, labs),
-        "leaderboards": _leaderboards(outcomes, labs),
+        "gpu_reason": head["gpu_reason"],
+        "compile_check": compile_check,
+        "compiled": sum(o.status == COMPILED for o in outcomes),
+        "not_compiled": sum(o.status == NOT_COMPILED for o in outcomes),
+        "distribution": _distribution(graded, len(outcomes) - len(graded)),
+        "lab_stats": _lab_stats(graded, labs),
+        "pass_rates": _pass_rates(graded, labs),
+        "leaderboards": _leaderboards(graded, labs),
         "lab_columns": [
             {"number": f"{c.number:02d}", "title": c.title, "max": fmt_points(c.max_score)} for c in labs
         ],

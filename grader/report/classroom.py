@@ -1,4 +1,4 @@
-"""The GitHub Classroom runner `result` object (research/anchors-autograders.md §2.2).
+"""The GitHub Classroom runner `result` object, as classroom-resources/autograding-grading-reporter reads it.
 
 A grader step in classroom.yml sets its `result` output to encode_classroom(results); the
 classroom-resources/autograding-grading-reporter step decodes it, prints one line per test, sums
@@ -8,7 +8,9 @@ One test per task (its correctness points), one per perf test that carries speed
 points no timed test carries (their perf test was skipped), and a score-less one per failed build, so
 the scores add up to the grader's total. Statuses: "pass" when every counted test passed and the points
 are all earned; "error" when something kept tests from running (build failure, crash, timeout, no GPU,
-harness trouble); "fail" otherwise. A run that graded nothing is an "error".
+harness trouble); "fail" otherwise. A run that graded nothing is an "error". A lab that could not be
+graded (no GPU) still needs numeric scores here (0): its tests are errors whose messages say "Not graded:
+no GPU", never a number of points.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from grader.report._format import (
     first_line,
     fmt_points,
     is_perf,
+    labelled,
     perf_summary,
     truncate,
 )
+from grader.report.standing import lab_standing
 from grader.results import Category, LabResult, Results, Status, TaskScore, TestResult
 
 VERSION = 1
@@ -80,7 +84,7 @@ def _failure_lines(tests: list[TestResult], limit: int = 6) -> list[str]:
     for t in bad[:limit]:
         why = category_label(t.category) or t.status.value.replace("_", " ")
         detail = first_line(clean_text(t.message or t.properties.get("skip_reason", "")), 200)
-        lines.append(f"{clean_text(t.name)}: {why}" + (f" - {detail}" if detail else ""))
+        lines.append(f"{clean_text(t.name)}: {labelled(why, detail)}")
         if t.hint and t.status is Status.FAILED:
             lines.append(f"  Hint: {first_line(clean_text(t.hint), 300)}")
     if len(bad) > limit:
@@ -103,9 +107,13 @@ def _task_test(lab: LabResult, task: TaskScore) -> dict[str, Any]:
         status = "error"
     else:
         status = "fail"
-    head = f"{fmt_points(task.earned)} / {fmt_points(task.points)} points"
-    if task.tests_total:
-        head += f"; {task.tests_passed} of {task.tests_total} tests passed"
+    if lab_standing(lab).graded:
+        head = f"{fmt_points(task.earned)} / {fmt_points(task.points)} points"
+        if task.tests_total:
+            head += f"; {task.tests_passed} of {task.tests_total} tests passed"
+    else:  # the score must be a number here; the message says it is not a grade
+        head = (f"Not graded: no GPU. These tests need a GPU and could not run here, so the 0 shown is not a "
+                f"score (the task is worth {fmt_points(task.points)} points)")
     lines = [head + "."] + [clean_text(n) for n in task.notes] + _failure_lines(members)
     filename, line_no = _where(members)
     return {
@@ -147,7 +155,8 @@ def _untimed_test(lab: LabResult, points: float, earned: float) -> dict[str, Any
     """Speed points that no timed test carries: their perf test was skipped or never ran."""
     untimed = [t for t in lab.tests if is_perf(t) and t.perf is None]
     status = "error" if any(_is_error(t) for t in untimed) or not untimed else "fail"
-    lines = [f"{fmt_points(earned)} / {fmt_points(points)} speed points: not timed, so not earned."]
+    lines = [f"{fmt_points(earned)} / {fmt_points(points)} speed points: not timed, so not earned."
+             if lab_standing(lab).graded else "Not graded: no GPU (speed is timed on a GPU)."]
     lines += _failure_lines(untimed)
     return {
         "name": clean_text(f"Lab {lab.number:02d} · speed points not timed"),

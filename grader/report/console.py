@@ -1,5 +1,6 @@
 """The terminal summary: run line, GPU line, one row per lab (score, passed/failed/skipped/not run),
-speed ratios of the perf tests, and what did not pass.
+speed ratios of the perf tests, and what did not pass. A run that could not be graded (no GPU:
+grader/report/standing.py) says so first, and its scores read "not graded".
 
 Plain text unless color=True; then rich draws it when it is importable, else ANSI codes do. Words
 always carry the meaning (colors only repeat them), and student text is never read as markup.
@@ -10,23 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from grader.hidden import counts, total_tests
 from grader.report._format import (
     category_label,
     clean_text,
     first_line,
+    fmt_commit,
     fmt_date,
     fmt_num,
     fmt_points,
     fmt_ratio,
     gpu_line,
+    labelled,
     percent,
     unit,
 )
+from grader.report.standing import lab_standing, score_text, standing
 from grader.results import Results, Status
 
 MAX_FAILURES_PER_LAB = 12
 _ANSI = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "bold red": "1;31"}
 HEADER = ["Lab", "Score", "Passed", "Failed", "Skipped", "Not run"]
+_COUNTED = (Status.PASSED, Status.FAILED, Status.SKIPPED, Status.NOT_RUN)
 
 
 @dataclass
@@ -63,8 +69,14 @@ def _summary(results: Results) -> _Summary:
     if run.started:
         head.append(fmt_date(run.started))
     if run.commit:
-        head.append(f"commit {clean_text(run.commit)[:20]}")
+        head.append(f"commit {fmt_commit(run.commit)}")
     s.head.append(_Line(" · ".join(head), "bold"))
+    overall = standing(results)
+    if not overall.graded:  # first, where a score would catch the eye
+        s.head.append(_Line(
+            f"Not graded: {overall.reason}. {overall.waiting} "
+            + ("test needs" if overall.waiting == 1 else "tests need") + " a GPU "
+            "and could not run here; what was built and checked without one is below.", "bold yellow"))
     s.head.append(_Line(f"GPU: {gpu_line(run)}", "" if run.gpu_available else "yellow"))
     if run.toolkit:
         s.head.append(_Line(f"Toolkit: {clean_text(run.toolkit)}"))
@@ -76,35 +88,32 @@ def _summary(results: Results) -> _Summary:
         name = f"{lab.number:02d} " + ("[build failed] " if build_failed else "") + clean_text(lab.title)
         if len(name) > 52:
             name = name[:51] + "…"
+        c = counts(lab.tests)
+        graded = lab_standing(lab)
         s.rows.append(
             _Row(
                 [
                     name,
-                    f"{fmt_points(lab.score)} / {fmt_points(lab.max_score)}",
-                    str(lab.passed),
-                    str(lab.failed),
-                    str(lab.skipped),
-                    str(lab.not_run),
+                    score_text(fmt_points(lab.score), fmt_points(lab.max_score), graded),
+                    *(str(c[k]) for k in _COUNTED),
                 ],
                 [
                     "red" if build_failed else "",
-                    _score_style(lab.score, lab.max_score) + " bold",
+                    (_score_style(lab.score, lab.max_score) if graded.graded else "yellow") + " bold",
                     "",
-                    "bold red" if lab.failed else "",
+                    "bold red" if c[Status.FAILED] else "",
                     "",
-                    "yellow" if lab.not_run else "",
+                    "yellow" if c[Status.NOT_RUN] else "",
                 ],
             )
         )
     if len(results.labs) != 1:
+        every = counts(t for lab in results.labs for t in lab.tests)
         s.total = _Row(
             [
                 "Total",
-                f"{fmt_points(results.score)} / {fmt_points(results.max_score)}",
-                *(
-                    str(sum(getattr(lab, k) for lab in results.labs))
-                    for k in ("passed", "failed", "skipped", "not_run")
-                ),
+                score_text(fmt_points(results.score), fmt_points(results.max_score), overall),
+                *(str(every[k]) for k in _COUNTED),
             ],
             ["bold", "bold", "", "", "", ""],
         )
@@ -132,18 +141,15 @@ def _summary(results: Results) -> _Summary:
                 s.problems.append(_Line(f"build {clean_text(b.target)}: {msg}", "bold red", nn + "✗"))
         failing = [t for t in lab.tests if t.status is Status.FAILED]
         for t in failing[:MAX_FAILURES_PER_LAB]:
-            why = category_label(t.category) or "failed"
-            msg = first_line(clean_text(t.message), 100)
-            s.problems.append(
-                _Line(f"{clean_text(t.name)} — {why}" + (f": {msg}" if msg else ""), "bold red", nn + "✗")
-            )
+            why = labelled(category_label(t.category) or "failed", first_line(clean_text(t.message), 100))
+            s.problems.append(_Line(f"{clean_text(t.name)} — {why}", "bold red", nn + "✗"))
         if len(failing) > MAX_FAILURES_PER_LAB:
             s.problems.append(_Line(f"{nn}… and {len(failing) - MAX_FAILURES_PER_LAB} more failures"))
         not_run = [t for t in lab.tests if t.status is Status.NOT_RUN]
         if not_run:
             reason = first_line(clean_text(not_run[0].message), 100) or category_label(not_run[0].category)
-            plural = "s" if len(not_run) != 1 else ""
-            text = f"{len(not_run)} test{plural} not run" + (f": {reason}" if reason else "")
+            n = total_tests(not_run)
+            text = f"{n} test{'s' if n != 1 else ''} not run" + (f": {reason}" if reason else "")
             s.problems.append(_Line(text, "yellow", nn + "○"))
     return s
 

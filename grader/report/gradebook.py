@@ -1,4 +1,6 @@
-"""grades.csv for one run: one row per lab, long format (batch tools stack these into a class gradebook)."""
+"""grades.csv for one run: one row per lab, long format (batch tools stack these into a class gradebook).
+A lab that could not be graded (no GPU: grader/report/standing.py) has an empty score and its status
+says why; a graded lab's status is "graded"."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import csv
 import io
 
 from grader.report._format import clean_text, gpu_name
+from grader.report.standing import GRADED, NOT_GRADED_NO_GPU, lab_standing
 from grader.results import Results
 
 COLUMNS = [
@@ -25,6 +28,7 @@ COLUMNS = [
     "commit",
     "gpu",
     "started",
+    "status",
 ]
 
 
@@ -45,17 +49,18 @@ def render_csv(results: Results) -> str:
     run = results.run
     gpu = gpu_name(run) if run.gpu_available else ""
     for lab in results.labs:
+        graded = lab_standing(lab).graded
         writer.writerow(
             [
                 lab.name,
                 _cell(lab.title),
-                _num(lab.score),
+                _num(lab.score) if graded else "",
                 _num(lab.max_score),
                 lab.passed,
                 lab.failed,
                 lab.skipped,
                 lab.not_run,
-                _num(sum(t.perf_earned for t in lab.tasks)),
+                _num(sum(t.perf_earned for t in lab.tasks)) if graded else "",
                 _num(sum(t.perf_points for t in lab.tasks)),
                 "true" if all(b.ok for b in lab.builds) else "false",
                 run.mode,
@@ -63,6 +68,7 @@ def render_csv(results: Results) -> str:
                 _cell(run.commit),
                 _cell(gpu),
                 _cell(run.started),
+                GRADED if graded else NOT_GRADED_NO_GPU,
             ]
         )
     return out.getvalue()

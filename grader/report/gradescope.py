@@ -1,11 +1,15 @@
 """Gradescope results.json, as gradescope/autograder_samples docs/specs.md defines it
-(summarized in research/anchors-autograders.md §2.1).
+(the schema is pinned in grader/report/schemas/gradescope.py).
 
 One test entry per task (its points) and one per perf entry that carries points; a build that failed is
 a score-less entry with status "failed" and the compiler output; the leaderboard carries each perf
 test's rate. The top-level score is the grader's total, so it wins over the sum of the entries (they
 agree when task points exclude speed points, which is how the rubric counts them). The possible total
 goes in extra_data, since the spec has no top-level max_score.
+
+A lab that could not be graded (no GPU: grader/report/standing.py) gives its entries no score and no
+max_score (they say why instead), the output starts with "Not graded: no GPU", and extra_data.graded is
+false. The top-level score stays, because Gradescope needs a number; the text says it is not a grade.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from grader.report._format import (
     truncate,
     unit,
 )
+from grader.report.standing import lab_standing, standing
 from grader.results import LabResult, Results, Status, TestResult
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -51,6 +56,19 @@ def _test_lines(tests: list[TestResult]) -> list[str]:
         if t.hint and t.status is Status.FAILED:
             lines.append(f"    Hint: {clean_text(t.hint)}")
     return lines
+
+
+NOT_GRADED_ENTRY = "Not graded: no GPU. These tests need a GPU and could not run here; this is not a score."
+
+
+def _ungraded(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry of a lab that could not be graded: no score, no max_score, the reason first."""
+    entry.pop("score", None)
+    entry.pop("max_score", None)
+    entry.pop("status", None)
+    output = NOT_GRADED_ENTRY + ("\n" + entry["output"] if entry.get("output") else "")
+    entry["output"] = truncate(output, _OUTPUT_LIMIT)
+    return entry
 
 
 def _task_entry(
@@ -117,8 +135,15 @@ def render_gradescope(
     run = results.run
     tests: list[dict[str, Any]] = []
     leaderboard: list[dict[str, Any]] = []
-    total = f"{fmt_points(results.score)} / {fmt_points(results.max_score)}"
-    head = [f"cudalab, {clean_text(run.mode) or 'student'} mode: {total} points."]
+    overall = standing(results)
+    if overall.graded:
+        total = f"{fmt_points(results.score)} / {fmt_points(results.max_score)}"
+        head = [f"cudalab, {clean_text(run.mode) or 'student'} mode: {total} points."]
+    else:
+        head = [
+            f"Not graded: {overall.reason}. {overall.waiting} test(s) need a GPU and could not run here, so "
+            "there is no grade: the score Gradescope shows is not one. What was built and checked is below."
+        ]
     head.append(f"GPU: {gpu_line(run)}")
     if run.toolkit:
         head.append(f"Toolkit: {clean_text(run.toolkit)}")
@@ -130,10 +155,12 @@ def render_gradescope(
         )
         public = [t for t in lab.tests if not is_hidden(t)]
         counts = {s: sum(t.status is s for t in public) for s in Status}
+        graded = lab_standing(lab).graded
+        first = len(tests)  # this lab's entries start here
         head.append(
             f"Lab {lab.number:02d} {clean_text(lab.title)}: "
-            f"{fmt_points(lab.score)} / {fmt_points(lab.max_score)}"
-            f" ({counts[Status.PASSED]} passed, {counts[Status.FAILED]} failed,"
+            + (f"{fmt_points(lab.score)} / {fmt_points(lab.max_score)}" if graded else "not graded (no GPU)")
+            + f" ({counts[Status.PASSED]} passed, {counts[Status.FAILED]} failed,"
             f" {counts[Status.SKIPPED]} skipped, {counts[Status.NOT_RUN]} not run)"
         )
         head.extend(
@@ -203,6 +230,8 @@ def render_gradescope(
                         "visibility": gradescope_visibility(untimed, visibility, hidden_visibility),
                     }
                 )
+        if not graded:  # the build entries keep their "failed": a build is checked without a GPU
+            tests[first:] = [e if "build" in e["tags"] else _ungraded(e) for e in tests[first:]]
     unknown = [
         t
         for lab in results.labs
@@ -227,6 +256,8 @@ def render_gradescope(
         "tests": tests,
         "extra_data": {
             "max_score": _round(results.max_score),
+            "graded": overall.graded,
+            **({} if overall.graded else {"not_graded": overall.reason, "labs_not_graded": list(overall.labs)}),
             "mode": clean_text(run.mode),
             "commit": clean_text(run.commit),
             "gpu": gpu_line(run),

@@ -12,6 +12,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from grader.hidden import counts
 from grader.report import svg
 from grader.report._format import (
     STATUS_LABEL,
@@ -20,6 +21,7 @@ from grader.report._format import (
     clean_text,
     elapsed_seconds,
     floor_value,
+    fmt_commit,
     fmt_date,
     fmt_num,
     fmt_points,
@@ -35,6 +37,7 @@ from grader.report._format import (
     split_test_name,
     unit,
 )
+from grader.report.standing import NOT_GRADED, lab_standing, standing
 from grader.results import LabResult, Perf, Results, Status, TestResult
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -81,18 +84,15 @@ def _grade(pct: float) -> str:
 def view(results: Results) -> dict[str, Any]:
     run = results.run
     labs = [_lab_view(lab, run.mode) for lab in results.labs]
-    totals = {
-        "passed": sum(lab.passed for lab in results.labs),
-        "failed": sum(lab.failed for lab in results.labs),
-        "skipped": sum(lab.skipped for lab in results.labs),
-        "not_run": sum(lab.not_run for lab in results.labs),
-    }
+    every = counts(t for lab in results.labs for t in lab.tests)
+    totals = {s.value: every[s] for s in Status}
+    overall = standing(results)
     pct = percent(results.score, results.max_score)
     elapsed = elapsed_seconds(run)
     meta = [
         ("mode", "solution (reference code)" if run.mode == "solution" else run.mode or "student"),
         ("date", fmt_date(run.started)),
-        ("commit", run.commit[:12]),
+        ("commit", fmt_commit(run.commit)),
         ("toolkit", run.toolkit),
         ("submission", run.submission),
         ("host", run.host),
@@ -111,10 +111,14 @@ def view(results: Results) -> dict[str, Any]:
         "gpu_reason": run.gpu_reason or "no CUDA device was found",
         "gpu_facts": gpu_facts(run),
         "gpu_waiting": waiting,
+        "graded": overall.graded,
+        "not_graded": overall.headline,  # "not graded: no GPU"
+        "not_graded_reason": overall.reason,
+        "not_graded_waiting": overall.waiting,
         "score": fmt_points(results.score),
         "max_score": fmt_points(results.max_score),
         "pct": f"{pct:.1f}",
-        "pct_text": f"{pct:.0f} %",
+        "pct_text": f"{pct:.0f} %" if overall.graded else NOT_GRADED,
         "grade": _grade(pct),
         "totals": totals,
         "labs": labs,
@@ -125,16 +129,18 @@ def view(results: Results) -> dict[str, Any]:
 def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
     anchor = f"lab-{lab.number:02d}"
     pct = percent(lab.score, lab.max_score)
+    c = counts(lab.tests)
+    graded = lab_standing(lab).graded
     tests = [_test_view(t, anchor) for t in lab.tests]
-    by_name = dict(zip((t.name for t in lab.tests), tests, strict=False))
+    by_name = dict(zip((t.name for t in lab.tests), zip(lab.tests, tests, strict=True), strict=False))
     groups = []
     seen: set[str] = set()
     for task in lab.tasks:
         members = [by_name[t.name] for t in lab.tests if t.task == task.id]
         if members:
             groups.append(_group(task.title, task.challenge, members))
-            seen.update(m["name"] for m in members)
-    rest = [v for v in tests if v["name"] not in seen]
+            seen.update(m["name"] for _, m in members)
+    rest = [(t, v) for t, v in zip(lab.tests, tests, strict=True) if v["name"] not in seen]
     if rest:
         groups.append(_group("Other tests" if groups else "All tests", False, rest))
     perf_tests = [t for t in lab.tests if t.perf is not None]
@@ -145,15 +151,16 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
         "number": f"{lab.number:02d}",
         "name": lab.name,
         "title": lab.title,
+        "graded": graded,
         "score": fmt_points(lab.score),
         "max_score": fmt_points(lab.max_score),
         "pct": f"{pct:.1f}",
         "grade": _grade(pct),
-        "passed": lab.passed,
-        "failed": lab.failed,
-        "skipped": lab.skipped,
-        "not_run": lab.not_run,
-        "total": len(lab.tests),
+        "passed": c[Status.PASSED],
+        "failed": c[Status.FAILED],
+        "skipped": c[Status.SKIPPED],
+        "not_run": c[Status.NOT_RUN],
+        "total": sum(c.values()),
         "build_ok": not failed_builds,
         "messages": lab.messages,
         "tasks": [
@@ -162,12 +169,13 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
                 "id": t.id,
                 "challenge": t.challenge,
                 "points": fmt_points(t.points),
-                "earned": fmt_points(t.earned),
+                "earned": fmt_points(t.earned) if graded else "–",
                 "pct": f"{percent(t.earned, t.points):.1f}",
-                "grade": _grade(percent(t.earned, t.points)) if t.points > 0 else "none",
+                "grade": _grade(percent(t.earned, t.points)) if t.points > 0 and graded else "none",
                 "tests": f"{t.tests_passed} / {t.tests_total}" if t.tests_total else "–",
                 "all_passed": t.tests_total > 0 and t.tests_passed == t.tests_total,
-                "perf": f"{fmt_points(t.perf_earned)} / {fmt_points(t.perf_points)}" if t.perf_points else "",
+                "perf": (f"{fmt_points(t.perf_earned)} / {fmt_points(t.perf_points)}" if graded else "–")
+                if t.perf_points else "",
                 "notes": t.notes,
             }
             for t in lab.tasks
@@ -190,19 +198,20 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
     }
 
 
-def _group(title: str, challenge: bool, tests: list[dict[str, Any]]) -> dict[str, Any]:
-    """A task's tests: open when something in it failed or did not run, folded when all is well."""
-    count = {st.value: sum(t["status"] == st.value for t in tests) for st in Status}
+def _group(title: str, challenge: bool, members: list[tuple[TestResult, dict[str, Any]]]) -> dict[str, Any]:
+    """A task's tests: open when something in it failed or did not run, folded when all is well. A
+    hidden summary row counts the tests it stands for."""
+    count = counts(t for t, _ in members)
     return {
         "title": title,
         "challenge": challenge,
-        "tests": tests,
-        "passed": count["passed"],
-        "failed": count["failed"],
-        "skipped": count["skipped"],
-        "not_run": count["not_run"],
-        "total": len(tests),
-        "open": bool(count["failed"] or count["not_run"]),
+        "tests": [v for _, v in members],
+        "passed": count[Status.PASSED],
+        "failed": count[Status.FAILED],
+        "skipped": count[Status.SKIPPED],
+        "not_run": count[Status.NOT_RUN],
+        "total": sum(count.values()),
+        "open": bool(count[Status.FAILED] or count[Status.NOT_RUN]),
     }
 
 

@@ -2,7 +2,8 @@
 
 One <testsuite> per lab; one <testcase classname="labNN.Suite" name="Test/param"> per test; a
 wrong answer is a <failure type="category">, a crash, timeout or test that never ran is an <error>,
-a skip is <skipped>. Each build is a testcase named "build" (an <error> when it failed). Element
+a skip is <skipped>. Each build is a testcase named "build" (an <error> when it failed). A lab that
+could not be graded (no GPU) has no "score" property and "graded" says why. Element
 order and attributes follow the common JUnit schema (testsuite: properties, testcase*, system-out).
 """
 
@@ -21,6 +22,7 @@ from grader.report._format import (
     split_test_name,
     truncate,
 )
+from grader.report.standing import lab_standing
 from grader.results import Category, LabResult, Results, Status, TestResult
 
 # Failures of the code under test: the test ran and said no. Everything else that kept a test from
@@ -104,10 +106,13 @@ def render_junit(results: Results) -> str:
             attrs["hostname"] = clean_text(results.run.host)
         suite = ET.SubElement(root, "testsuite", attrs)
         props = ET.SubElement(suite, "properties")
+        graded = lab_standing(lab)
         for key, value in (
             ("title", lab.title),
-            ("score", f"{lab.score:g}"),
+            # a lab without a verdict (no GPU) has no score: "graded" says why instead of a 0
+            ("score", f"{lab.score:g}" if graded.graded else ""),
             ("max_score", f"{lab.max_score:g}"),
+            ("graded", "true" if graded.graded else f"false ({graded.reason})"),
             ("mode", results.run.mode),
             ("commit", results.run.commit),
             ("gpu", gpu_line(results.run)),

@@ -13,12 +13,14 @@ import tarfile
 import threading
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from grader import batch as batch_mod
-from grader import cli, gtest, runs
+from grader import batch_slots
+from grader import cli, runs
 from grader.batch import BatchGrader, Student, find_students, fingerprint, format_eta, run_batch
 from grader.cmake import failed_build
 from grader.environment import GpuProbe
@@ -28,7 +30,7 @@ from grader.progress import Progress
 from grader.results import BuildResult, Results
 from grader.sandbox import stage_submission
 
-from .conftest import FakeBuilder, add_tests, make_binary, spec
+from .conftest import NO_GPU_REASON, NO_GPU_ROOT, FakeBuilder, add_tests, make_binary, spec
 from .test_cmake import NVCC_ERROR
 
 GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
@@ -37,13 +39,33 @@ SLOW = "int add(int a, int b) { return a + b; }  // slow\n"
 BROKEN = "int add(int a, int b) { return a + b }  // COMPILE ERROR\n"
 
 
+def gpu_aware_binary(path: Path, tests: list[dict], machine_gpu: bool) -> None:
+    """A fake test binary that, like the real ones, sees no GPU on a machine without one or when
+    CUDA_VISIBLE_DEVICES is set and empty: then every test skips with "no CUDA device"."""
+    skip = spec([{"name": t["name"], "do": "skip", "reason": NO_GPU_REASON} for t in tests], root=NO_GPU_ROOT)
+    if not machine_gpu:
+        make_binary(path, skip)
+        return
+    make_binary(path.with_name(path.name + ".gpu"), spec(tests))
+    make_binary(path.with_name(path.name + ".nogpu"), skip)
+    path.write_text(
+        '#!/bin/sh\nif [ "${CUDA_VISIBLE_DEVICES+set}" = set ] && [ -z "$CUDA_VISIBLE_DEVICES" ]; then\n'
+        f'  exec "{path}.nogpu" "$@"\nfi\nexec "{path}.gpu" "$@"\n'
+    )
+    path.chmod(0o755)
+
+
 class FakeSlot:
     """A slot's builder: 'compiles' the staged add.cu into a fake test binary whose behaviour follows
-    the file's text (the skeleton fails a test, 'COMPILE ERROR' does not build, 'slow' is slower)."""
+    the file's text (the skeleton fails a test, 'COMPILE ERROR' does not build, 'slow' is slower).
+    machine_gpu: whether the fake machine has a GPU; on_build(text): called before each build (the
+    interruption tests)."""
 
     active = 0
     most = 0
     lock = threading.Lock()
+    machine_gpu = True
+    on_build: Callable[[str], BuildResult | None] | None = None
 
     def __init__(self, root: Path, slot: int, staging: Path, log: list[tuple[int, str]]) -> None:
         self.bin_dir = root / f"slot{slot}" / "bin"
@@ -64,12 +86,13 @@ class FakeSlot:
             assert not (self.bin_dir / target).exists(), "the previous student's binary was not removed"
             text = (self.staging / "labs" / "01-add" / "add.cu").read_text()
             self.log.append((self.slot, text))
+            if FakeSlot.on_build is not None and (killed := FakeSlot.on_build(text)) is not None:
+                return killed
             if "COMPILE ERROR" in text:
                 return failed_build(target, NVCC_ERROR, 0.1)
             ms = 2.0 if "slow" in text else 1.0
-            make_binary(
-                self.bin_dir / target, spec(add_tests(fail_small="return a + b" not in text, impl_ms=ms))
-            )
+            tests = add_tests(fail_small="return a + b" not in text, impl_ms=ms)
+            gpu_aware_binary(self.bin_dir / target, tests, FakeSlot.machine_gpu)
             return BuildResult(target=target, ok=True, seconds=0.1)
         finally:
             with FakeSlot.lock:
@@ -80,6 +103,7 @@ class FakeSlot:
 def fakes(lab_root: Path, monkeypatch):
     """The fake machine: the pristine builder, the slot factory, and counters."""
     FakeSlot.active = FakeSlot.most = 0
+    FakeSlot.machine_gpu, FakeSlot.on_build = True, None
     builds: list[tuple[int, str]] = []
     slots: dict[int, FakeSlot] = {}
 
@@ -137,13 +161,12 @@ def batch(lab_root: Path, fakes: dict, tmp_path: Path, *extra_selectors: str, **
         tmp_path / "class",
         tmp_path / "out",
         list(extra_selectors),
-        gpu=GPU,
         main_builder=fakes["main"],
         slot_builder=fakes["slot_builder"],
         sandbox=False,
         stdout=out,
         progress=Progress(stream=err),
-        **kwargs,
+        **{"gpu": GPU, **kwargs},
     )
     return code, out.getvalue(), err.getvalue()
 
@@ -235,7 +258,7 @@ def test_batch_grades_every_student_and_resumes(lab_root: Path, tmp_path: Path, 
         and "ETA" in progress
         and "ignored (not a folder or an archive): roster.txt" in progress
     )
-    assert "4 graded now, 0 kept, 1 broken" in stdout and "gradebook.csv" in stdout
+    assert "4 processed now, 0 kept, 1 broken" in stdout and "gradebook.csv" in stdout
 
     # Parallel builds in 2 slots; each slot configured once; the reference timed once for the batch.
     assert {slot for slot, _ in fakes["builds"]} == {0, 1} and FakeSlot.most == 2
@@ -248,13 +271,13 @@ def test_batch_grades_every_student_and_resumes(lab_root: Path, tmp_path: Path, 
     before = len(fakes["builds"])
     code, stdout, progress = batch(lab_root, fakes, tmp_path, "1", jobs=2)
     assert code is Exit.OK and len(fakes["builds"]) == before
-    assert "0 graded now, 4 kept, 1 broken" in stdout and "unchanged since the last batch" in progress
+    assert "0 processed now, 4 kept, 1 broken" in stdout and "unchanged since the last batch" in progress
     assert gradebook(out)["ada"]["total"] == "100"
 
     # One student changes their file: only they are graded; the reference timing comes from the cache.
     (tmp_path / "class" / "dan" / "add.cu").write_text(SOLUTION)
     code, stdout, _ = batch(lab_root, fakes, tmp_path, "1", jobs=2)
-    assert "1 graded now, 3 kept" in stdout and len(fakes["builds"]) == before + 1
+    assert "1 processed now, 3 kept" in stdout and len(fakes["builds"]) == before + 1
     assert gradebook(out)["dan"]["total"] == "100"
     assert fakes["reference_runs"] == [gtest_perf_filter()]
 
@@ -262,7 +285,7 @@ def test_batch_grades_every_student_and_resumes(lab_root: Path, tmp_path: Path, 
     shutil.rmtree(tmp_path / "class" / "ada")
     (tmp_path / "class" / "ada.zip").write_bytes(b"PK\x03\x04 truncated")
     code, stdout, _ = batch(lab_root, fakes, tmp_path, "1", force=True, jobs=2)
-    assert code is Exit.OK and "3 graded now, 0 kept, 2 broken" in stdout
+    assert code is Exit.OK and "3 processed now, 0 kept, 2 broken" in stdout
     assert not (out / "ada" / "results.json").exists() and gradebook(out)["ada"]["status"] == "broken"
     assert len(fakes["reference_runs"]) == 2  # --force measures the reference again
 
@@ -270,7 +293,7 @@ def test_batch_grades_every_student_and_resumes(lab_root: Path, tmp_path: Path, 
 def test_runs_are_serialized(lab_root: Path, tmp_path: Path, fakes: dict, monkeypatch) -> None:
     class_dir(tmp_path)
     active = {"now": 0, "most": 0}
-    real_run_labs = batch_mod.run_labs
+    real_run_labs = batch_slots.run_labs
 
     def tracking_run_labs(*args, **kwargs):
         active["now"] += 1
@@ -281,7 +304,7 @@ def test_runs_are_serialized(lab_root: Path, tmp_path: Path, fakes: dict, monkey
         finally:
             active["now"] -= 1
 
-    monkeypatch.setattr(batch_mod, "run_labs", tracking_run_labs)
+    monkeypatch.setattr(batch_slots, "run_labs", tracking_run_labs)
     code, _, _ = batch(lab_root, fakes, tmp_path, "1", jobs=3)
     assert code is Exit.OK and active["most"] == 1 and FakeSlot.most >= 2
 

@@ -321,7 +321,14 @@ def test_junit_checker_rejects(old: str, new: str, problem: str) -> None:
     assert errors and any(problem in e for e in errors), errors
 
 
-GOOD_BOOK = "student,total,max_total,01-add,01-add:small,status,notes\nann,40,100,40,40,graded,\nbo,,,,,broken,no file\n"
+GOOD_BOOK = (
+    "student,total,max_total,01-add,01-add:small,status,notes\nann,40,100,40,40,graded,\nbo,,,,,broken,no file\n"
+    "cy,,,,,not graded (no GPU),not graded: no GPU\n"
+)
+COMPILE_BOOK = (
+    "student,total,max_total,01-add,01-add:small,status,notes\nann,,,compiled,,compiled,\n"
+    "bo,,,compile error,,not compiled,01-add: compile error: x\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -330,6 +337,8 @@ GOOD_BOOK = "student,total,max_total,01-add,01-add:small,status,notes\nann,40,10
         ("ann,40", "=ann,40", "starts like a formula"),
         ("no file", "-no file", "starts like a formula"),
         ("bo,,,,,broken", "bo,1,,,,broken", "broken submission has scores"),
+        ("cy,,,,,not", "cy,0,100,0,0,not", "not graded (no GPU) submission has scores (no score is not a zero)"),
+        ("not graded: no GPU\n", "\n", "without a note"),
         ("broken,no file", "broken,", "without a note"),
         ("graded,", "done,", "status"),
         ("ann,40,100", "ann,forty,100", "not a number"),
@@ -341,4 +350,20 @@ GOOD_BOOK = "student,total,max_total,01-add,01-add:small,status,notes\nann,40,10
 def test_gradebook_checker_rejects(old: str, new: str, problem: str) -> None:
     assert validate_class_gradebook(GOOD_BOOK) == []
     errors = validate_class_gradebook(GOOD_BOOK.replace(old, new, 1))
+    assert errors and any(problem in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        ("ann,,,compiled,,compiled", "ann,0,,compiled,,compiled", "a compile check has scores"),
+        ("ann,,,compiled,,compiled", "ann,,,compiled,0,compiled", "a compile check has scores"),
+        ("ann,,,compiled,", "ann,,,built,", "is not one of"),
+        ("bo,,,compile error,,not compiled", "bo,,,compile error,,compiled", "while its labs say"),
+        ("ann,,,compiled,,compiled", "ann,,,compiled,,not compiled", "while its labs say"),
+    ],
+)
+def test_gradebook_checker_rejects_a_bad_compile_check(old: str, new: str, problem: str) -> None:
+    assert validate_class_gradebook(COMPILE_BOOK) == []
+    errors = validate_class_gradebook(COMPILE_BOOK.replace(old, new, 1))
     assert errors and any(problem in e for e in errors), errors

@@ -132,10 +132,10 @@ def test_histogram_with_mean_and_median(outcomes: list[StudentOutcome]) -> None:
     assert page.svgs.count("chart hist") == 1
     dist = class_view(outcomes)["distribution"]
     scores = sorted(o.results.score for o in outcomes if o.results is not None)
-    assert dist["n"] == 3 and dist["broken"] == 2 and dist["unit"] == "points"
+    assert dist["n"] == 3 and dist["left_out"] == 2 and dist["unit"] == "points"
     assert dist["median"] == f"{scores[1]:.1f}".removesuffix(".0")
     assert f"mean {dist['mean']}" in html and f"median {dist['median']}" in html
-    assert "2 broken submissions are not in the chart" in html
+    assert "2 submissions without a score (broken) are not in the chart" in html
 
 
 def test_pass_rates_sorted_ascending_per_lab(outcomes: list[StudentOutcome]) -> None:

@@ -125,13 +125,21 @@ def _check_gradescope(data: dict, results: Results) -> None:
     assert data["visibility"] in VIS and data["stdout_visibility"] in VIS
     scored = [t for t in data["tests"] if "score" in t]
     assert sum(t["score"] for t in scored) == pytest.approx(results.score)
-    assert sum(t["max_score"] for t in scored) == pytest.approx(results.max_score)
     assert data["extra_data"]["max_score"] == pytest.approx(results.max_score)
+    if data["extra_data"]["graded"]:
+        assert sum(t["max_score"] for t in scored) == pytest.approx(results.max_score)
+    else:  # entries of a lab without a verdict carry no points at all
+        assert data["output"].startswith("Not graded: no GPU.")
+        ungraded = {f"lab{int(name[:2]):02d}" for name in data["extra_data"]["labs_not_graded"]}
+        for t in data["tests"]:
+            if set(t["tags"]) & ungraded and "build" not in t["tags"]:
+                assert "score" not in t and "max_score" not in t and t["output"].startswith("Not graded: no GPU.")
     for t in data["tests"]:
         assert isinstance(t["name"], str) and t["name"]
         assert t.get("visibility", "visible") in VIS
         assert t.get("status", "passed") in ("passed", "failed")
-        assert "score" in t or "status" in t
+        # an entry without a verdict is neutral in Gradescope: neither score nor status, and it says why
+        assert "score" in t or "status" in t or t["output"].startswith("Not graded: no GPU.")
         assert isinstance(t.get("output", ""), str) and not CONTROL.search(t.get("output", ""))
         assert all(isinstance(tag, str) for tag in t.get("tags", []))
         assert 0 <= t.get("score", 0) <= t.get("max_score", t.get("score", 0)) + 1e-9
@@ -169,6 +177,9 @@ def test_gradescope_no_gpu_and_options() -> None:
     data = render_gradescope(results, visibility="after_due_date")
     _check_gradescope(data, results)
     assert data["score"] == 0 and "No GPU was available" in data["output"]
+    assert "0 / " not in data["output"] and "not graded (no GPU)" in data["output"]
+    assert data["extra_data"]["graded"] is False and data["extra_data"]["not_graded"] == "no GPU"
+    assert not any("score" in t for t in data["tests"])  # nothing here is a score
     assert "leaderboard" not in data
     with pytest.raises(ValueError):
         render_gradescope(results, visibility="sometimes")

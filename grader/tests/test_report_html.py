@@ -174,6 +174,7 @@ def test_no_gpu_run_says_so() -> None:
     assert "no CUDA-capable device is detected" in html
     skipped = sum(lab.skipped for lab in results.labs)
     assert skipped > 0 and f"{skipped} tests could not run here" in html
+    assert "Not graded: no GPU." in html and "there is no score until the tests run on a GPU" in html
     assert "chart bars" not in html  # nothing was timed
     assert html.count("no CUDA device (cudaGetDeviceCount") == skipped  # each skip shows its reason
 

@@ -1,4 +1,4 @@
-"""The GitHub Classroom runner `result` object (research/anchors-autograders.md §2.2): what a grader
+"""The GitHub Classroom runner `result` object: what a grader
 action puts, base64-encoded, in its `result` output and classroom-resources/autograding-grading-reporter
 decodes. The reporter sums tests[].score (so every test needs a numeric score), takes max_score from
 the top level, prints message for errors and test_code when present, and fails the job on a top-level

@@ -10,7 +10,8 @@ import re
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 CLASS_HEAD = ("student", "total", "max_total")
 CLASS_TAIL = ("status", "notes")
-CLASS_STATUS = ("graded", "broken")
+CLASS_STATUS = ("graded", "not graded (no GPU)", "compiled", "not compiled", "broken")  # report/standing.py
+COMPILE_STATES = ("compiled", "compile error", "link error", "refused")
 _NUMBER = re.compile(r"^\d+(\.\d+)?$")
 
 
@@ -35,7 +36,9 @@ def validate_csv_cells(text: str) -> list[str]:
 
 
 def validate_class_gradebook(text: str) -> list[str]:
-    """student, total, max_total, <lab>..., <lab>:<task>..., status, notes; numbers or empty."""
+    """student, total, max_total, <lab>..., <lab>:<task>..., status, notes; numbers or empty, and no
+    number at all where the row has no score (broken, not graded); a compile check's lab columns hold
+    each lab's compile state."""
     errors = validate_csv_cells(text)
     rows = _rows(text)
     if not rows:
@@ -61,16 +64,27 @@ def validate_class_gradebook(text: str) -> list[str]:
             errors.append(f"row {r}: no student")
         if cell["status"] not in CLASS_STATUS:
             errors.append(f"row {r}: status {cell['status']!r} is not one of {CLASS_STATUS}")
+        status = cell["status"]
+        if status in ("compiled", "not compiled"):  # a compile check: each lab's state, no score
+            for h in labs:
+                if cell[h] and cell[h] not in COMPILE_STATES:
+                    errors.append(f"row {r}: {h} {cell[h]!r} is not one of {COMPILE_STATES}")
+            if any(cell[h] for h in ("total", "max_total", *tasks)):
+                errors.append(f"row {r}: a compile check has scores")
+            states = [cell[h] for h in labs if cell[h]]
+            if (status == "compiled") != all(s == "compiled" for s in states):
+                errors.append(f"row {r}: status {status!r} while its labs say {states}")
+            continue
         scores = [cell["total"], cell["max_total"], *(cell[h] for h in middle)]
         for name, value in zip(("total", "max_total", *middle), scores, strict=True):
             if value and not _NUMBER.match(value):
                 errors.append(f"row {r}: {name} {value!r} is not a number")
-        if cell["status"] == "broken":
+        if status in ("broken", "not graded (no GPU)"):
             if any(scores):
-                errors.append(f"row {r}: a broken submission has scores")
+                errors.append(f"row {r}: a {status} submission has scores (no score is not a zero)")
             if not cell["notes"]:
-                errors.append(f"row {r}: a broken submission without a note saying why")
-        elif cell["status"] == "graded" and not (cell["total"] and cell["max_total"]):
+                errors.append(f"row {r}: a {status} submission without a note saying why")
+        elif status == "graded" and not (cell["total"] and cell["max_total"]):
             errors.append(f"row {r}: a graded submission without total and max_total")
     return errors
 

@@ -1,4 +1,4 @@
-"""Gradescope results.json (gradescope/autograder_samples docs/specs.md; research/anchors-autograders.md §2.1).
+"""Gradescope results.json (gradescope/autograder_samples docs/specs.md).
 
 Every field is optional, but either the top-level score or a score on every test must be there.
 Unknown fields are reported: Gradescope ignores them, so an unknown one is almost always a typo.

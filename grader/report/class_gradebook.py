@@ -1,0 +1,99 @@
+"""The class gradebook (gradebook.csv): one row per student of a batch, wide.
+
+Columns: student, total, max_total, one per lab graded in the batch, one per task as `<lab>:<task id>`,
+status, notes. What the score columns hold follows the row's status (grader/report/outcomes.py):
+
+  graded                total and max_total, each lab's score, each task's points (speed points
+                        included, so a lab's task columns add up to its score)
+  not graded (no GPU)   no score at all; notes say why, and what did not build
+  compiled / not compiled   (a compile check) each lab column says compiled, compile error, link error
+                        or refused; totals and tasks are empty; notes say what failed and why
+  broken                no score; notes hold the error
+
+A lab or task the student was not graded on is empty.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from grader.report._format import clean_text, first_line, labelled, truncate
+from grader.report.gradebook import _cell, _num
+from grader.report.outcomes import LabColumn, StudentOutcome, batch_labs, by_name, roster_order
+from grader.report.standing import COMPILED, NOT_COMPILED, NOT_GRADED_NO_GPU, STATE_COMPILED, compile_state
+
+_NOTE_LIMIT = 600
+
+
+def gradebook_columns(labs: list[LabColumn]) -> list[str]:
+    return (
+        ["student", "total", "max_total"]
+        + [lab.name for lab in labs]
+        + [f"{lab.name}:{tid}" for lab in labs for tid, _ in lab.tasks]
+        + ["status", "notes"]
+    )
+
+
+def _notes(o: StudentOutcome) -> str:
+    notes = []
+    status = o.status
+    if status == NOT_GRADED_NO_GPU and o.results is not None:
+        reason = clean_text(o.results.run.gpu_reason) or "no CUDA device"
+        notes.append(f"not graded: no GPU ({reason}); grade again on a machine with a GPU")
+    if o.error:
+        notes.append(
+            first_line(clean_text(o.error), _NOTE_LIMIT) if o.results is not None else clean_text(o.error)
+        )
+    if o.results is not None:
+        for lab in o.results.labs:
+            if status in (COMPILED, NOT_COMPILED):
+                state, why = compile_state(lab)
+                if state != STATE_COMPILED:
+                    notes.append(f"{lab.name}: {labelled(state, clean_text(why))}")
+                continue
+            for b in lab.builds:
+                if not b.ok:
+                    notes.append(f"{lab.name}: {clean_text(b.message) or b.target + ' did not build'}")
+        if not o.results.labs:
+            notes.append("no labs graded")
+    elif not o.error:
+        notes.append("not graded")
+    # One note per distinct problem: a compile error breaks the lab's student and hidden binaries alike.
+    unique = list(dict.fromkeys(" ".join(n.split()) for n in notes))
+    return truncate(" | ".join(unique), _NOTE_LIMIT, "… ({n} more characters)")
+
+
+def _cells(o: StudentOutcome, labs: list[LabColumn]) -> list[str]:
+    """total, max_total, the lab columns and the task columns of one row."""
+    results = o.results
+    mine = by_name(results)
+    tasks_n = sum(len(lab.tasks) for lab in labs)
+    if results is None or o.status == NOT_GRADED_NO_GPU:
+        return ["", ""] + [""] * (len(labs) + tasks_n)
+    if o.status in (COMPILED, NOT_COMPILED):
+        states = [compile_state(mine[lab.name])[0] if lab.name in mine else "" for lab in labs]
+        return ["", "", *states] + [""] * tasks_n
+    row = [_num(results.score), _num(results.max_score)]
+    row += [_num(mine[lab.name].score) if lab.name in mine else "" for lab in labs]
+    for lab in labs:
+        tasks = {t.id: t for t in mine[lab.name].tasks} if lab.name in mine else {}
+        row += [
+            _num(round(tasks[tid].earned + tasks[tid].perf_earned, 4)) if tid in tasks else ""
+            for tid, _ in lab.tasks
+        ]
+    return row
+
+
+def render_gradebook_csv(outcomes: list[StudentOutcome]) -> str:
+    """One row per student, a broken or ungraded submission too (see the module docstring)."""
+    labs = batch_labs(outcomes)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([_cell(c) for c in gradebook_columns(labs)])
+    for o in roster_order(outcomes):
+        writer.writerow([_cell(o.student), *_cells(o, labs), o.status, _cell(_notes(o))])
+    return out.getvalue()
+
+
+__all__ = ["gradebook_columns", "render_gradebook_csv"]
