@@ -6,18 +6,25 @@ exclude; every file under the root when it is not a git checkout) minus the inst
   solutions/                  reference solutions and hidden tests (solutions/NN-slug/test_hidden_*.cu)
   test_hidden_* anywhere      hidden tests, wherever they are
   .notes/                     instructor notes
-  docs/instructors.md         the instructor guide
+  docs/ (all but STUDENT_DOCS) the instructor guide, the architecture, authoring a lab, CI and Gradescope
   ci/gradescope/, ci/gpu-check, ci/gpu_summary.py    course-staff tooling (needs solutions/)
   grader/tests/, .ci/         the grader's own tests and the repository's CI (they check solutions/)
   bench/                      the grading throughput benchmark (needs solutions/)
+  grader/release_templates/   the student README and guide below, before they are filled in
+  CHANGELOG.md                the project's history (it names the instructor's tools)
 
 Each lab.toml loses what would reveal its hidden tests: the [hidden] table, [[task]] entries with
-hidden = true, and the [[perf]] / [[technique]] entries of those tasks. A RELEASE.md says what the copy is.
+hidden = true, and the [[perf]] / [[technique]] entries of those tasks, and the comment lines that point
+at something the copy does not have. The copy's README.md and docs/getting-started.md are written for
+students from grader/release_templates/ (what to edit, how to grade, what the report means), in place of
+the instructor's. A RELEASE.md says what the copy is.
 
 Then the copy is verified in a scratch directory (the release itself stays pristine): it is checked for
-anything that leaks or needs solutions/, configured with the preset for this machine ("ci" without a
-GPU), every student binary is built, and `make grade` must write every report and exit 0, 1 or 4. Without
-a GPU that is 1 (the skeletons fail their technique checks, which need none) or 4 (nothing could run).
+anything that leaks or needs solutions/, and for student-facing text that links to or names something
+the copy does not have (grader/release_names.py); configured with the preset for this machine ("ci"
+without a GPU), every student binary is built, and `make grade` must write every report and exit 0, 1
+or 4. Without a GPU that is 1 (the skeletons fail their technique checks, which need none) or 4 (nothing
+could run).
 """
 
 from __future__ import annotations
@@ -34,26 +41,42 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from . import release_names
 from .errors import Exit, GraderError
 
+if TYPE_CHECKING:
+    from .labs import Lab
+
 MARKER = "RELEASE.md"
+TEMPLATES = Path(__file__).resolve().parent / "release_templates"
+# The release's own README and guide, written from TEMPLATES: (template, path in the release).
+WRITTEN = (("README.md", "README.md"), ("getting-started.md", "docs/getting-started.md"))
+# The docs a release keeps (every other file under docs/ is for instructors and maintainers).
+STUDENT_DOCS = ("docs/getting-started.md", "docs/timing.md")
+DOCS_WHY = "documentation for instructors and maintainers (a release keeps only the students' docs)"
 # Path prefixes (directories end in "/") and files left out of a release, with the reason.
 EXCLUDED: tuple[tuple[str, str], ...] = (
     ("solutions/", "reference solutions and hidden tests"),
     (".notes/", "instructor notes"),
     ("docs/instructors.md", "the instructor guide"),
+    ("docs/design.md", "the grader's architecture (maintainers)"),
+    ("docs/authoring-a-lab.md", "how to write a lab (instructors)"),
+    ("docs/ci.md", "grading pushes on GPU runners, and Gradescope (instructors)"),
     ("ci/gradescope/", "the Gradescope autograder bundle (course staff)"),
     ("ci/gpu-check", "the GPU check of the reference solutions (needs solutions/)"),
     ("ci/gpu_summary.py", "part of ci/gpu-check"),
     ("grader/tests/", "the grader's own tests (they check solutions/)"),
     (".ci/", "the repository's own CI (it checks solutions/)"),
     ("bench/", "the grading throughput benchmark (course staff; needs solutions/)"),
+    ("grader/release_templates/", "the templates of the release's README and guide (the copy has them filled in)"),
+    ("CHANGELOG.md", "the project's change history (maintainers; it names the instructor's tools)"),
 )
 HIDDEN_TEST_GLOB = "test_hidden_*"
 # What a walk (no git) never copies: build outputs, caches, virtual environments.
@@ -82,6 +105,8 @@ def exclusion(rel: str) -> str | None:
             return why
     if fnmatch.fnmatchcase(Path(rel).name, HIDDEN_TEST_GLOB):
         return "a hidden test"
+    if rel.startswith("docs/") and rel not in STUDENT_DOCS:
+        return DOCS_WHY
     return None
 
 
@@ -284,15 +309,76 @@ def make_release(root: Path, out: Path, force: bool = False) -> Release:
         if Path(rel).name == "lab.toml" and rel.startswith("labs/"):
             text = (root / rel).read_text(encoding="utf-8")
             new = strip_hidden(text, rel)
-            dest.write_text(new, encoding="utf-8")
-            shutil.copymode(root / rel, dest)
             if new != text:
                 stripped.append(rel)
+            dest.write_text(release_names.drop_comment_lines(new, EXCLUDED), encoding="utf-8")
+            shutil.copymode(root / rel, dest)
         else:
             shutil.copy2(root / rel, dest)
+    written = write_student_docs(out, licence_section(root))
     commit = _commit(root)
     (out / MARKER).write_text(release_note(commit), encoding="utf-8")
-    return Release(out, p.files, p.left_out, stripped, commit, untracked_files(root) if p.source == "git" else [])
+    return Release(out, sorted(set(p.files) | set(written)), p.left_out, stripped, commit,
+                   untracked_files(root) if p.source == "git" else [])
+
+
+def _released_labs(out: Path) -> list[Lab]:
+    from .labs import LabError, discover
+
+    try:
+        labs = discover(out)
+    except (LabError, FileNotFoundError) as err:
+        raise ReleaseError(f"the released labs do not load: {err}") from None
+    if not labs:
+        raise ReleaseError("the release holds no lab: labs/ is empty")
+    return labs
+
+
+def lab_table(labs: list[Lab]) -> str:
+    """The Markdown table of the release's labs: each lab, its title, the file to edit, its points here."""
+    rows = ["| lab | what it is about | the file you edit | points in this copy |", "|---|---|---|---|"]
+    for lab in labs:
+        files = ", ".join(f"`labs/{lab.name}/{f}`" for f in lab.student_files)
+        title = lab.title.replace("|", "\\|")
+        rows.append(f"| [{lab.name}](labs/{lab.name}) | {title} | {files} | {lab.total_points:g} |")
+    return "\n".join(rows)
+
+
+def licence_section(root: Path) -> str:
+    """The licence section of the repository's README ("## Licence" or "## License" up to the next
+    heading of that level), so that the student README says the same; "" when there is none."""
+    try:
+        text = (root / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    m = re.search(r"^## Licen[cs]e\b.*?(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    return m.group(0).rstrip() + "\n" if m else ""
+
+
+def example_lab(labs: list[Lab]) -> dict[str, str]:
+    """The placeholders of the templates' examples, from lab 03 when the release has it, else its first lab."""
+    lab = next((x for x in labs if x.number == 3), labs[0])
+    return {"LAB": f"{lab.number:02d}", "LAB_NUMBER": str(lab.number), "LAB_SLUG": lab.slug, "LAB_NAME": lab.name,
+            "LAB_FILE": f"labs/{lab.name}/{lab.student_files[0]}", "TARGET": f"{lab.target_prefix}_student"}
+
+
+def write_student_docs(out: Path, licence: str = "") -> list[str]:
+    """Write the release's README and student guide from TEMPLATES (in place of the instructor's copies),
+    with the lab table, the examples and the licence section filled in; returns their release-relative paths."""
+    labs = _released_labs(out)
+    values = {**example_lab(labs), "LABS": lab_table(labs)}
+    written = []
+    for template, rel in WRITTEN:
+        text = (TEMPLATES / template).read_text(encoding="utf-8")
+        text = re.sub(r"\n*\{\{LICENCE\}\}\n*", lambda _m: "\n\n" + licence if licence else "\n", text)
+        text = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: values.get(m.group(1), m.group(0)), text)
+        if (left := re.search(r"\{\{[A-Z_]+\}\}", text)) is not None:
+            raise ReleaseError(f"{TEMPLATES / template}: unknown placeholder {left.group(0)}", Exit.USAGE)
+        dest = out / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+        written.append(rel)
+    return written
 
 
 # --- checking and verifying the copy ------------------------------------------------------------------------
@@ -314,6 +400,9 @@ def check_tree(out: Path, source_root: Path | None = None) -> list[str]:
     for prefix, _ in EXCLUDED:
         if (out / prefix.rstrip("/")).exists():
             problems.append(f"{prefix} is in the release")
+    problems += [f"docs/{p.name} is in the release: {DOCS_WHY}" for p in sorted((out / "docs").glob("*"))
+                 if f"docs/{p.name}" not in STUDENT_DOCS]
+    problems += release_names.missing_references(out, EXCLUDED)
     if source_root is not None:
         needle = str(source_root.resolve()).encode()
         for path in sorted(p for p in out.rglob("*") if p.is_file() and not p.is_symlink()):
@@ -453,16 +542,7 @@ def _check_results(path: Path) -> list[str]:
     return problems
 
 
-_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-
-
 def dangling_links(out: Path) -> list[str]:
-    """Markdown links in the release to files it does not have (the left-out instructor docs)."""
-    found = []
-    for md in sorted(out.rglob("*.md")):
-        for target in _LINK.findall(md.read_text(encoding="utf-8", errors="replace")):
-            if "://" in target or target.startswith("mailto:"):
-                continue
-            if not (md.parent / target).exists():
-                found.append(f"{md.relative_to(out)} links to {target}, which the release does not have")
-    return found
+    """Student-facing text in the release that links to or names something the release does not have
+    (grader/release_names.py). check_tree() counts these as problems, so a verified release has none."""
+    return release_names.missing_references(out, EXCLUDED)

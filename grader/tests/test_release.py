@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, release
+from grader import cli, release, release_names
 from grader.errors import Exit
 from grader.labs import discover
 from grader.release import ReleaseError, check_tree, dangling_links, make_release, plan, strip_hidden
@@ -53,17 +53,34 @@ message = "public technique"
 """
 
 
+INSTRUCTOR_README = """# fake (the instructor's README)
+See [the guide](docs/getting-started.md) and [staff](docs/instructors.md); `make demo` grades solutions/.
+
+## Licence
+
+The code is under the MIT licence: [LICENSE](LICENSE).
+
+## Layout
+"""
+
+
 def fake_repo(root: Path, git: bool = True) -> Path:
     """A tiny instructor tree: one lab with hidden tests, instructor docs, CI bundles, build outputs."""
-    write_lab(root, toml=LAB_TOML + HIDDEN_PART)
+    write_lab(root, toml="# Lab 01 rubric (docs/authoring-a-lab.md describes every key).\n" + LAB_TOML + HIDDEN_PART)
     files = {
-        "README.md": "# fake\nSee [the guide](docs/getting-started.md) and [staff](docs/instructors.md).\n",
+        "README.md": INSTRUCTOR_README,
+        "LICENSE": "MIT License\n",
         "Makefile": "grade:\n\t@echo grade\n",
+        "labs/01-add/README.md": "# Lab 01\nEdit `labs/01-add/add.cu`; the tests are in `labs/01-add/test_add.cu`.\n",
         "labs/01-add/test_add.cu": "// public tests\n",
         "labs/01-add/test_hidden_stray.cu": "// a hidden test in the wrong place\n",
         "solutions/01-add/test_hidden_add.cu": "// AddHiddenCorrectness\n",
-        "docs/getting-started.md": "# start\n",
+        "docs/getting-started.md": "# start (the instructor's)\n`make demo` shows the reference.\n",
+        "docs/timing.md": "# timing\nSee [getting started](getting-started.md).\n",
         "docs/instructors.md": "# staff only\n",
+        "docs/design.md": "# architecture\n",
+        "docs/notes-for-tas.md": "# a staff page release.py has never heard of\n",
+        "CMakeLists.txt": "# builds solutions/NN-slug/ where it exists: code may name it\n",
         ".notes/plan.md": "notes\n",
         "ci/gradescope/setup.sh": "#!/bin/sh\n",
         "ci/github/grade.yml": "name: grade\n",
@@ -126,18 +143,50 @@ def test_release_from_git(tmp_path: Path) -> None:
     made = make_release(repo, tmp_path / "out")
     out = made.out
     files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-    assert {"README.md", "Makefile", "labs/01-add/add.cu", "labs/01-add/lab.toml", "labs/01-add/test_add.cu",
-            "docs/getting-started.md", "ci/github/grade.yml", "ci/python-env", "grader/__init__.py",
-            "untracked.txt", "RELEASE.md", ".gitignore"} == files
+    assert {"README.md", "LICENSE", "Makefile", "CMakeLists.txt", "labs/01-add/README.md", "labs/01-add/add.cu",
+            "labs/01-add/lab.toml", "labs/01-add/test_add.cu", "docs/getting-started.md", "docs/timing.md",
+            "ci/github/grade.yml", "ci/python-env", "grader/__init__.py", "untracked.txt", "RELEASE.md",
+            ".gitignore"} == files
     assert made.untracked == ["untracked.txt"]
     assert made.stripped == ["labs/01-add/lab.toml"]
     assert "solutions/01-add/test_hidden_add.cu" in made.left_out["reference solutions and hidden tests"]
     assert made.left_out["a hidden test"] == ["labs/01-add/test_hidden_stray.cu"]
+    assert made.left_out[release.DOCS_WHY] == ["docs/notes-for-tas.md"]
+    assert made.left_out["the instructor guide"] == ["docs/instructors.md"]
     assert check_tree(out, repo) == []
+    assert dangling_links(out) == []
     lab = discover(out)[0]
     assert lab.total_points == 100 and not any(t.hidden for t in lab.tasks)
     assert "student release" in (out / "RELEASE.md").read_text()
-    assert dangling_links(out) == ["README.md links to docs/instructors.md, which the release does not have"]
+    # lab.toml keeps its values but not the comment that points at a guide the copy does not have
+    assert "authoring-a-lab" not in (out / "labs/01-add/lab.toml").read_text()
+
+
+@needs_git
+def test_release_readme_and_guide_are_the_students(tmp_path: Path) -> None:
+    out = make_release(fake_repo(tmp_path / "repo"), tmp_path / "out").out
+    readme = (out / "README.md").read_text()
+    assert "the instructor's README" not in readme and "{{" not in readme
+    assert "| [01-add](labs/01-add) | Add: a fake lab | `labs/01-add/add.cu` | 100 |" in readme
+    for needle in ("What the score on your machine means", "for lab 01 `labs/01-add/add.cu`", "make grade LAB=01",
+                   "`LAB` also takes `1`, `add` or `01-add`", "cannot score speed points",
+                   "Hidden tests", "[docs/getting-started.md](docs/getting-started.md)"):
+        assert needle in readme
+    assert readme.rstrip().endswith("The code is under the MIT licence: [LICENSE](LICENSE).")  # the README's own
+    guide = (out / "docs/getting-started.md").read_text()
+    assert "the instructor's" not in guide
+    for needle in ("the lab file was refused", "make it `static`", "technique missing", "skipped / not run",
+                   "perf points cannot be scored", "on a machine with a GPU: `cmake --preset debug",
+                   "./build/default/bin/lab01_student --gtest_list_tests"):
+        assert needle in guide
+    assert (out / "docs/timing.md").read_text() == "# timing\nSee [getting started](getting-started.md).\n"
+
+
+def test_release_readme_without_a_licence_section(tmp_path: Path) -> None:
+    repo = fake_repo(tmp_path / "repo", git=False)
+    (repo / "README.md").write_text("# fake\n")
+    readme = (make_release(repo, tmp_path / "out").out / "README.md").read_text()
+    assert "{{LICENCE}}" not in readme and "Licence" not in readme and readme.endswith(".\n")
 
 
 def test_release_without_git_walks_the_tree(tmp_path: Path) -> None:
@@ -183,6 +232,70 @@ def test_check_tree_finds_leaks(tmp_path: Path) -> None:
     for needle in ("solutions/ is in the release", "test_hidden_more.cu is a hidden test", "[hidden] table",
                    "docs/instructors.md is in the release", "docs/paths.md names the instructor's checkout"):
         assert needle in problems
+
+
+# --- what the release's text may name ---------------------------------------------------------------------
+
+
+BAD_TEXT = {
+    "docs/timing.md": "# timing\nSee [staff](instructors.md) and [design](design.md#layout).\n",
+    "labs/01-add/README.md": ("# Lab 01\n"
+                              "Compare with `make demo`, or run `python3 -m grader grade --solution`.\n"
+                              "The reference is in solutions/01-add/add.cu; the hidden tests in test_hidden_add.cu.\n"
+                              "On a GPU machine ./ci/gpu-check proves it; bench/README.md times it.\n"
+                              "Helpers: `common/include/cudalab/gone.cuh` and `labs/NN-slug/<topic>.cu`.\n"
+                              "The [header](add.cuh) and [tests](test_add.cu#L1) and [web](https://example.org).\n"),
+    "ci/github/grade.yml": "# docs/ci.md says more\nname: grade\n",
+}
+
+
+def test_missing_references_names_each_place(tmp_path: Path) -> None:
+    out = make_release(fake_repo(tmp_path / "repo", git=False), tmp_path / "out").out
+    for rel, text in BAD_TEXT.items():
+        (out / rel).write_text(text)
+    with (out / "labs/01-add/lab.toml").open("a") as f:  # a value (not a comment) that names a left-out folder
+        f.write('\n[[technique]]\ntask = "small"\nkind = "symbol"\npattern = "x"\nmessage = "see bench/x"\n')
+    found = set(dangling_links(out))
+    expected = {
+        "docs/timing.md:2 names docs/instructors.md (left out of a release: the instructor guide)",
+        "docs/timing.md:2 names docs/design.md (left out of a release: the grader's architecture (maintainers))",
+        "labs/01-add/README.md:2 names make demo (it grades the reference solutions, which a release does not have)",
+        "labs/01-add/README.md:2 names --solution (it grades the reference solutions, which a release does not have)",
+        "labs/01-add/README.md:3 names solutions/ (left out of a release: reference solutions and hidden tests)",
+        "labs/01-add/README.md:3 names test_hidden_* (hidden tests are never in a release)",
+        "labs/01-add/README.md:4 names ci/gpu-check (left out of a release: the GPU check of the reference "
+        "solutions (needs solutions/))",
+        "labs/01-add/README.md:4 names bench/ (left out of a release: the grading throughput benchmark "
+        "(course staff; needs solutions/))",
+        "labs/01-add/README.md:5 names common/include/cudalab/gone.cuh, which the release does not have",
+        "labs/01-add/README.md:6 links to add.cuh, which the release does not have",  # test_add.cu exists
+        "ci/github/grade.yml:1 names docs/ci.md (left out of a release: grading pushes on GPU runners, and "
+        "Gradescope (instructors))",
+        f"labs/01-add/lab.toml:{len((out / 'labs/01-add/lab.toml').read_text().splitlines())} names bench/ "
+        "(left out of a release: the grading throughput benchmark (course staff; needs solutions/))",
+    }
+    assert found == expected
+    # the check fails the tree, and code that names solutions/ to build it where it exists is not read
+    assert set(check_tree(out)) >= expected
+    assert not any(p.startswith("CMakeLists.txt") for p in check_tree(out))
+
+
+def test_drop_comment_lines_keeps_values() -> None:
+    text = ('# Lab 03 (docs/authoring-a-lab.md describes every key).\n# plain comment\n'
+            'message = "see solutions/"  # solutions/ again\n')
+    kept = release_names.drop_comment_lines(text, release.EXCLUDED)
+    assert kept == '# plain comment\nmessage = "see solutions/"  # solutions/ again\n'
+
+
+def test_release_of_this_repository_names_nothing_it_lacks(tmp_path: Path) -> None:
+    """The real tree, copied (not built): its student-facing text is clean, and its docs are the students'."""
+    made = make_release(ROOT, tmp_path / "release")
+    assert check_tree(made.out, ROOT) == []
+    assert sorted(p.name for p in (made.out / "docs").iterdir()) == ["getting-started.md", "timing.md"]
+    readme = (made.out / "README.md").read_text()
+    for lab in discover(made.out):
+        assert f"[{lab.name}](labs/{lab.name})" in readme
+    assert "`labs/03-vector-add/vector_add.cu` | 90 |" in readme  # lab 03's hidden points are not in the copy
 
 
 # --- the verification -------------------------------------------------------------------------------------
@@ -246,6 +359,16 @@ def test_verify_fails_on_missing_reports_and_extra_binaries(released: Path, monk
     shutil.rmtree(v.scratch)
 
 
+def test_verify_stops_at_a_name_the_release_does_not_have(released: Path, monkeypatch) -> None:
+    (released / "labs/01-add/README.md").write_text("# Lab 01\nCompare with `make demo`.\n")
+    calls, run = _fake_commands()
+    monkeypatch.setattr(release, "_run_logged", run)
+    v = release.verify(released, preset="ci")
+    assert not v.ok and v.stage == "tree" and calls == []
+    assert any(p.startswith("labs/01-add/README.md:2 names make demo") for p in v.problems)
+    shutil.rmtree(v.scratch)
+
+
 def test_verify_stops_at_a_leak(released: Path, monkeypatch) -> None:
     (released / "solutions").mkdir()
     calls, run = _fake_commands()
@@ -257,11 +380,12 @@ def test_verify_stops_at_a_leak(released: Path, monkeypatch) -> None:
 
 def test_cli_release_no_verify(tmp_path: Path, capsys) -> None:
     repo = fake_repo(tmp_path / "repo", git=False)
+    (repo / "docs/timing.md").write_text("# timing\nAsk for [the guide](instructors.md).\n")
     out = tmp_path / "out"
     assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify"]) == 0
     text = capsys.readouterr().out
     assert "left out" in text and "hidden tasks and [hidden] removed (100 points in this copy)" in text
-    assert "docs/instructors.md, which the release does not have" in text and "not verified" in text
+    assert "warning: docs/timing.md:2 names docs/instructors.md" in text and "not verified" in text
     assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify"]) == Exit.USAGE
     assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify", "--force"]) == 0
 
