@@ -15,7 +15,11 @@ lab's visibility (lab.toml: [hidden] visibility = ...); they are scored by the l
   visible           every test, like the public ones                entries as visible as the rest
 
 results.json keeps everything: it is the instructor's record (and what `report --from` re-renders).
-redact() makes the copy the student-facing reports render from.
+redact() makes the copy the student-facing reports render from; `grader test` prints it too. A
+concealed group becomes one summary row per task whose properties carry the counts (counts() adds them
+up, so every report and `test` count the same tests). What is printed while a grade runs is student-
+facing as well (CI logs publish it): progress_name() and build_message() keep concealed names and the
+hidden binary's compiler output out of progress lines and the GPU health check's notes.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ DEFAULT_VISIBILITY = "hidden"  # what a hidden test without a visibility gets: t
 NOTE_PREFIX = "hidden tests: "  # lab messages about the hidden binary start with this
 SUMMARY_SUITE = "HiddenTests"  # the suite of the one summary row a concealed group becomes
 BINARY = "hidden"
+COUNT_KEYS = {s: f"hidden_{s.value}" for s in Status}  # a summary row's counts, in its properties
 _RANK = {v: i for i, v in enumerate(VISIBILITIES)}  # lower is more restrictive
 
 
@@ -115,7 +120,8 @@ def _summary_status(tests: list[TestResult]) -> tuple[Status, Category | None]:
 
 
 def summarize(tests: list[TestResult], task: str | None, visibility: str) -> TestResult:
-    """The one row that stands for concealed hidden tests of one task: counts, never names."""
+    """The one row that stands for concealed hidden tests of one task: counts, never names. Its
+    properties hold the counts (COUNT_KEYS), so that every report counts the tests it stands for."""
     status, category = _summary_status(tests)
     return TestResult(
         name=f"{SUMMARY_SUITE}.{task or 'unscored'}",
@@ -126,7 +132,59 @@ def summarize(tests: list[TestResult], task: str | None, visibility: str) -> Tes
         duration_s=round(sum(t.duration_s for t in tests), 3),
         message=summary_text(tests, visibility),
         category=category,
+        properties={COUNT_KEYS[s]: str(sum(t.status is s for t in tests)) for s in Status},
     )
+
+
+def is_summary(test: TestResult) -> bool:
+    """A row summarize() made."""
+    return (test.binary == "" and test.name.startswith(SUMMARY_SUITE + ".")
+            and COUNT_KEYS[Status.PASSED] in test.properties)
+
+
+def counts(tests: Iterable[TestResult]) -> dict[Status, int]:
+    """How many tests passed, failed, were skipped and did not run: a summary row counts the hidden
+    tests it stands for, so `test`, `grade` and every report give the same numbers."""
+    out = {s: 0 for s in Status}
+    for t in tests:
+        if is_summary(t):
+            for s in Status:
+                try:
+                    out[s] += int(t.properties.get(COUNT_KEYS[s], "0"))
+                except ValueError:
+                    pass
+        else:
+            out[t.status] += 1
+    return out
+
+
+def total_tests(tests: Iterable[TestResult]) -> int:
+    return sum(counts(tests).values())
+
+
+# --- what a console may say while a grade runs ------------------------------------------------------
+
+
+def conceals(visibility: str, mode: str, reveal: bool = False) -> bool:
+    """Whether student-facing output (reports, console, progress lines) keeps this visibility's hidden
+    tests' names out."""
+    return not reveals(visibility, reveal, mode)
+
+
+def progress_name(name: str, target: str, conceal: bool) -> str:
+    """What a progress line may call a test of target: its name, or "a hidden test of <target>". A
+    text that already names the binary (the full run of it) is left as it is."""
+    if not conceal or target in name:
+        return name
+    return f"a hidden test of {target}"
+
+
+def build_message(target: str, message: str, conceal: bool) -> str:
+    """What a progress line may say about a failed build of target: the hidden binary's compiler output
+    stays out of it, as it does in the reports."""
+    if not conceal or not is_hidden_target(target):
+        return message
+    return "did not build (the output of the hidden tests' build is not shown)"
 
 
 def _redact_build(build: BuildResult) -> BuildResult:

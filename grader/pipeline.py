@@ -86,7 +86,7 @@ def build(ctx: GradeContext, target: str, result: LabResult) -> BuildResult:
     if built.ok:
         ctx.progress.ok(f"built {target} ({built.seconds:.1f} s)")
     else:
-        ctx.progress.fail(f"{target}: {built.message}")
+        ctx.progress.fail(f"{target}: {hidden.build_message(target, built.message, conceal=True)}")
     return built
 
 
@@ -139,13 +139,21 @@ def reference_timings(ctx: GradeContext, target: str, expected: list[str] | None
 
 def run_binary(ctx: GradeContext, lab: Lab, target: str, label: str, expected: list[str] | None,
                timeout: float) -> runs.BinaryRun:
-    """The run stage for one binary."""
+    """The run stage for one binary. Progress lines are student-facing (CI logs publish them): a hidden
+    test whose visibility conceals it is never named there, nor in the GPU health check's notes."""
     ctx.progress.step(f"running {target}")
+    conceal = label == hidden.BINARY and hidden.conceals(lab.hidden_visibility, ctx.mode)
+
+    def shown(name: str) -> str:
+        return hidden.progress_name(name, target, conceal)
+
+    check = ctx.on_fault()
     run = runs.run_binary(
         ctx.builder_for(target).bin_dir / target, expected, timeout, label=label, env=ctx.options.env,
         max_consecutive_timeouts=ctx.options.max_consecutive_timeouts,
-        on_rerun=lambda name: ctx.progress.step(f"re-running {name} alone"),
-        policy=ctx.policy, on_fault=ctx.on_fault(), small=ctx.options.small,
+        on_rerun=lambda name: ctx.progress.step(f"re-running {shown(name)} alone"),
+        policy=ctx.policy, on_fault=(lambda what: check(shown(what))) if check is not None else None,
+        small=ctx.options.small,
     )
     faults = (Category.CRASH, Category.TIMEOUT, Category.CUDA_ERROR, Category.HARNESS)
     if any(t.category in faults and t.status is not Status.PASSED for t in run.tests):

@@ -179,7 +179,11 @@ def test_hidden_build_failure_output_is_concealed(tmp_path: Path) -> None:
         "lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests()),
         "lab01_hidden_solution": spec(hidden_tests()),
     }, failures={"lab01_hidden_student": log})
-    results = run_labs(tmp_path, discover(tmp_path), builder, GPU, RunOptions(), Progress(stream=io.StringIO()))
+    progress = io.StringIO()
+    results = run_labs(tmp_path, discover(tmp_path), builder, GPU, RunOptions(), Progress(stream=progress))
+    said = "lab01_hidden_student: did not build (the output of the hidden tests' build is not shown)"
+    assert said in progress.getvalue()
+    assert "secret_input_table" not in progress.getvalue() and SECRET not in progress.getvalue()
     out = tmp_path / "out"
     write_reports(results, out)
     files = texts(out)
@@ -280,6 +284,62 @@ def test_grade_and_report_reveal_hidden(tmp_path: Path, monkeypatch, capsys) -> 
     assert cli.main(["report", "--from", str(out / "results.json"), "--out", str(again), "--reveal-hidden"]) == 0
     assert SECRET in (again / "report.html").read_text()
     assert results.labs[0].max_score == 100
+
+
+def crashing_hidden_grade(root: Path, visibility: str) -> tuple[Results, str]:
+    """A grade whose hidden binary crashes: its tests are re-run one by one, each after a GPU check.
+    Returns the results and the progress lines (what a CI log publishes)."""
+    tests = hidden_tests(fail=False)
+    tests[1] = {"name": f"{SECRET}.Edge/65537", "do": "segv"}
+    write_lab(root, toml=HIDDEN_TOML.format(visibility=visibility))
+    (root / "solutions" / "01-add" / "test_hidden_add.cu").write_text("// hidden tests\n")
+    builder = FakeBuilder(root / "build" / "bin", {
+        "lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests()),
+        "lab01_hidden_student": spec(tests), "lab01_hidden_solution": spec(hidden_tests(fail=False)),
+        "cudalab_health_probe": spec([]),  # a healthy GPU
+    })
+    progress = io.StringIO()
+    results = run_labs(root, discover(root), builder, GPU, RunOptions(health=True), Progress(stream=progress))
+    return results, progress.getvalue()
+
+
+def test_progress_lines_never_name_concealed_hidden_tests(tmp_path: Path) -> None:
+    results, progress = crashing_hidden_grade(tmp_path, "hidden")
+    assert any(t.category is Category.CRASH for t in results.labs[0].tests)  # the crash did happen
+    assert SECRET not in progress and "65537" not in progress, progress
+    assert "re-running a hidden test of lab01_hidden_student alone" in progress
+    assert "checking the GPU after a hidden test of lab01_hidden_student" in progress
+    assert "checking the GPU after the full run of lab01_hidden_student" in progress
+
+
+def test_progress_lines_name_visible_hidden_tests(tmp_path: Path) -> None:
+    _, progress = crashing_hidden_grade(tmp_path, "visible")
+    assert f"re-running {SECRET}.Odd/99991 alone" in progress
+
+
+def test_test_verb_counts_like_grade_and_names_no_hidden_test(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`grader test` is student-facing too, and its counts are the ones `grade` shows: a concealed group
+    counts every hidden test in it (5 public tests pass; hidden: 2 pass, 1 fails)."""
+    root = tmp_path / "repo"
+    grade(root, "hidden")
+    builder = FakeBuilder(root / "build" / "bin2", {
+        "lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests()),
+        "lab01_hidden_student": spec(hidden_tests()), "lab01_hidden_solution": spec(hidden_tests(False)),
+    })
+    monkeypatch.setattr(commands, "make_builder", lambda r, p, j: builder)
+    monkeypatch.setattr(commands, "probe_gpu", lambda: GPU)
+    assert cli.main(["--root", str(root), "test", "-q"]) == 1
+    tested = capsys.readouterr().out
+    assert SECRET not in tested and SECRET_INPUT not in tested and "65537" not in tested, tested
+    assert "lab 01-add: 7 passed, 1 failed, 0 skipped, 0 not run" in tested
+    assert "HiddenTests.hidden" in tested and "3 hidden tests: 2 passed, 1 failed." in tested
+    assert tested.rstrip().endswith("7 passed, 1 failed, 0 skipped")
+    assert cli.main(["--root", str(root), "grade", "-q", "--out", str(tmp_path / "out")]) == 1
+    graded = capsys.readouterr().out
+    row = next(line for line in graded.splitlines() if line.startswith("01 "))
+    assert row.split()[-4:] == ["7", "1", "0", "0"]  # Passed, Failed, Skipped, Not run
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "7 of 8 tests passed" in html
 
 
 # --- the real lab 03 ------------------------------------------------------------------------------------------
