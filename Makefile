@@ -1,6 +1,5 @@
 # Verbs over cmake, ctest and the grader. Compiler flags live in CMakePresets.json and CMake, not here.
-#   make grade [LAB=06]   grade your labs (all, or one)      make demo   grade the reference solutions
-#   make test             the project's own checks           make doctor what is installed, what is missing
+# `make help` lists the verbs: each is the target line's `## ` comment.
 PYTHON ?= python3
 LAB ?=
 OUT ?= reports
@@ -9,40 +8,54 @@ PRESET ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo default || echo ci)
 PY = $(shell cat build/.python 2>/dev/null || echo $(PYTHON))
 GRADER = $(PY) -m grader
 
-.PHONY: help python-env doctor build grade demo test test-python test-labs skeleton clean
+.PHONY: help python-env doctor build grade demo check skeleton test test-labs test-python clean
 
-help:
-	@sed -n '2,4p' Makefile | sed 's/^# *//'
+help: ## this list
+	@echo "make VERB [LAB=06] [PRESET=default|ci|debug] [OUT=reports]"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)$$/  \1\t\2/' | expand -t 16
 
-python-env:
+python-env: ## create .venv with the grader's packages (every verb does this first)
 	@PYTHON=$(PYTHON) ci/python-env
 
-doctor: python-env
+doctor: python-env ## what is installed, what is missing (toolkit, CMake, GoogleTest, GPU)
 	$(GRADER) doctor
 
-build: python-env
+build: python-env ## build every lab (student and reference binaries)
 	$(GRADER) build --all --preset $(PRESET)
 
-grade: python-env
+grade: python-env ## build, test, score and report your labs (all, or LAB=06) into reports/ (OUT=DIR)
 	$(GRADER) grade $(LAB) --preset $(PRESET) --out $(OUT)
 
-demo: python-env
-	$(GRADER) grade $(LAB) --solution --preset $(PRESET) --out $(OUT)/demo
+# A student release has no solutions/: say so rather than grade nothing.
+demo: python-env ## grade the reference solutions (the all-green report) into reports/demo/
+	@if [ ! -d solutions ]; then \
+	  echo "make demo: the reference solutions are not included in this copy of the workbook (a student"; \
+	  echo "release has no solutions/), so there is nothing to demonstrate. Grade your own work: make grade."; \
+	else $(GRADER) grade $(LAB) --solution --preset $(PRESET) --out $(OUT)/demo; fi
 
-skeleton: python-env
+check: python-env ## check each lab's rubric (lab.toml) against the tests of the built binaries
+	$(GRADER) check $(LAB) --preset $(PRESET)
+
+skeleton: python-env ## rewrite the student skeletons from the solutions (instructors)
 	$(GRADER) skeleton --write
 
-# The project's own checks: every lab builds (student and solution), the solutions pass their tests
-# (skipped, with the reason, on a machine without a GPU), the grader's tests pass, skeletons are current.
-test: python-env
+# The project's own checks: every lab builds (student and solution), every rubric matches its tests, the
+# solutions pass their tests (skipped, with the reason, on a machine without a GPU), the grader's tests
+# pass, skeletons are current.
+test: test-labs test-python ## the project's own checks, what CI runs (test-labs, then test-python)
+
+test-labs: python-env ## build every lab, check the rubrics and skeletons, run the reference's tests
 	$(GRADER) doctor --brief
 	$(GRADER) skeleton --check
 	$(GRADER) build --all --preset $(PRESET)
+	$(GRADER) check --preset $(PRESET)
 	cmake --build build/$(PRESET) --target common_tests
 	ctest --test-dir build/$(PRESET) -L common_tests --output-on-failure --no-tests=error
-	@# A student release has no solutions/ and no grader tests: those two steps are the instructor's.
+	@# A student release has no solutions/ and no grader tests: those steps are the instructor's.
 	@if [ -d solutions ]; then ctest --test-dir build/$(PRESET) -L solution -E 'Perf\.' -j 2 --output-on-failure --no-tests=error; fi
-	@if [ -d grader/tests ]; then $(PY) -m pytest -q grader/tests; fi
 
-clean:
+test-python: python-env ## the grader's own tests (pytest, with the Python of .venv)
+	@if [ -d grader/tests ]; then $(PY) -m pytest -q grader/tests; else echo "no grader/tests in this copy"; fi
+
+clean: ## remove build/ and reports/
 	rm -rf build $(OUT)

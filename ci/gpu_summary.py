@@ -1,7 +1,9 @@
 """The summary table that ci/gpu-check prints last.
 
-usage: gpu_summary.py SOLUTION_RESULTS_JSON SKELETONS_TSV
-Exit status 1 when a reference solution failed or did not run a test, or a skeleton did not fail.
+usage: gpu_summary.py SOLUTION_RESULTS_JSON [SKELETONS_TSV]
+Exit status 1 when a reference solution failed or did not run a test, scored below full marks (the
+rubric or a check is wrong), or timed implausibly, or when a skeleton did not fail. Without
+SKELETONS_TSV (gpu-check's skeletons stage did not run) the skeletons are not judged.
 """
 
 from __future__ import annotations
@@ -11,10 +13,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.results import Results, ResultsError, Status  # noqa: E402
+from grader.results import LabResult, Results, ResultsError, Status  # noqa: E402
 
 
-def main(results_path: str, skeletons_path: str) -> int:
+def below_full_marks(lab: LabResult) -> str:
+    """'' when the reference earned every point, else what it lost and where the report says why."""
+    if lab.score >= lab.max_score - 1e-6:
+        return ""
+    lost = [f"{t.id} {t.earned + t.perf_earned:g}/{t.points + t.perf_points:g}"
+            + (f" ({'; '.join(t.notes)})" if t.notes else "")
+            for t in lab.tasks if t.earned + t.perf_earned < t.points + t.perf_points - 1e-6]
+    why = f"{lab.name}: the reference scores {lab.score:g}/{lab.max_score:g}"
+    return why + (f": {', '.join(lost)}" if lost else "")
+
+
+def main(results_path: str, skeletons_path: str | None = None) -> int:
     ok = True
     try:
         results = Results.load(Path(results_path))
@@ -34,9 +47,11 @@ def main(results_path: str, skeletons_path: str) -> int:
         ok = False
 
     skeletons: dict[str, tuple[int, int, int, int]] = {}
-    for line in Path(skeletons_path).read_text().splitlines():
-        lab, total, failed, skipped, rc = line.split("\t")
-        skeletons[lab] = (int(total), int(failed), int(skipped), int(rc))
+    if skeletons_path is not None:
+        for line in Path(skeletons_path).read_text().splitlines():
+            lab, total, failed, skipped, rc = line.split("\t")
+            skeletons[lab] = (int(total), int(failed), int(skipped), int(rc))
+    short: list[str] = []
 
     print()
     print(f"{'lab':<24} {'solution':<18} {'skeleton':<22} score")
@@ -50,7 +65,9 @@ def main(results_path: str, skeletons_path: str) -> int:
         if bad or total == 0 or any(not b.ok for b in lab.builds):
             ok = False
         sk = skeletons.get(target)
-        if sk is None:
+        if skeletons_path is None:
+            skel = "not checked"
+        elif sk is None:
             skel = "not run"
             ok = False
         else:
@@ -82,8 +99,13 @@ def main(results_path: str, skeletons_path: str) -> int:
                 parts.append(f"IMPLAUSIBLE: {p.implausible}")
                 ok = False
             perf_lines.append(f"  {lab.name:<22} {t.name:<48} " + ", ".join(parts))
-        if lab.score < lab.max_score:  # a reference below full marks means the rubric or a check is wrong
+        why = below_full_marks(lab)
+        if why:  # a reference below full marks means the rubric or a check is wrong
+            short.append(why)
             ok = False
+    if short:
+        print("\nreference solutions below full marks (the rubric or a check is wrong):")
+        print("\n".join(f"  {line}" for line in short))
     if perf_lines:
         print("\nperf of the reference solutions (ratios measured side by side in one process):")
         print("\n".join(perf_lines))
@@ -95,4 +117,7 @@ def main(results_path: str, skeletons_path: str) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) not in (2, 3):
+        print(__doc__.split("\n\n")[1].splitlines()[0], file=sys.stderr)
+        sys.exit(2)
     sys.exit(main(*sys.argv[1:3]))

@@ -9,10 +9,14 @@ from typing import NoReturn
 
 from . import __version__, commands
 from .errors import Exit, GraderError
+from .labs import ROOT_ENV, LabError, find_root
 from .progress import Progress
 
-EPILOG = """exit codes: 0 all passed, 1 test failures (or stale skeletons), 2 usage or configuration error,
-3 build failure, 4 environment (no toolkit; no GPU where one is needed)"""
+EPILOG = f"""the lab tree: --root DIR, else ${ROOT_ENV}, else the nearest directory from here upwards
+whose labs/ holds NN-slug/lab.toml, else the checkout this grader runs from.
+
+exit codes: 0 all passed, 1 test failures (or stale skeletons, or problems `check` found),
+2 usage or configuration error, 3 build failure, 4 environment (no toolkit; no GPU where one is needed)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,9 +80,13 @@ def _reveal(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python3 -m grader", description="cudalab grader", epilog=EPILOG)
+    # the name it was called by: the console script `pip install .` makes, or the module
+    prog = "cudalab-grader" if Path(sys.argv[0]).name == "cudalab-grader" else "python3 -m grader"
+    parser = _Parser(prog=prog, description="cudalab grader", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"cudalab grader {__version__}")
-    parser.add_argument("--root", help="repository root (default: the checkout this grader is in)")
+    parser.add_argument("--root", help=f"the lab tree (default: ${ROOT_ENV}, else found from the current "
+                                       "directory upwards)")
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
     verbs.add_parser("list", help="the labs, with titles and points")
@@ -108,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 with a diff when a skeleton is stale")
     mode.add_argument("--write", action="store_true", help="rewrite stale skeletons")
 
+    p = verbs.add_parser("check", help="check each lab's rubric (lab.toml): points, test globs against the built "
+                                       "binaries' tests, perf entries, techniques, symbols, sanitizer tools")
+    _labs(p)
+    p.add_argument("--preset", help="whose binaries list the tests (default: 'default' with a GPU, 'ci' without)")
+    p.add_argument("--no-tests", dest="list_tests", action="store_false",
+                   help="check lab.toml alone, without listing the built binaries' tests")
+
     p = verbs.add_parser("report", help="render every report from a results.json")
     p.add_argument("--from", dest="source", type=Path, required=True, help="a results.json")
     p.add_argument("--out", type=Path, help="report directory (default: beside results.json)")
@@ -128,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     _labs(p)
     p.add_argument("--out", type=Path, required=True, help="OUT/<student>/ reports, OUT/class-summary.html, OUT/gradebook.csv")
     p.add_argument("--force", action="store_true", help="grade every student again, even unchanged ones")
+    p.add_argument("--compile-only", dest="compile_only", action="store_true",
+                   help="build and check each submission, run no test (even with a GPU): rows say what compiled and "
+                        "what the static checks refused; exit 0 when everything compiled, 3 otherwise")
     p.add_argument("-j", "--jobs", type=int, help="parallel build slots (default: 4, at most the CPU count)")
     p.add_argument("--preset", help="CMake preset (default: 'default' with a GPU, 'ci' without)")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
@@ -142,8 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def lab_tree(explicit: str | None) -> Path:
+    try:
+        return find_root(explicit)
+    except LabError as err:
+        raise GraderError(str(err), Exit.USAGE) from None
+
+
 def dispatch(args: argparse.Namespace) -> Exit:
-    root = commands.repo_root(args.root)
+    if args.verb == "report":  # a results.json needs no lab tree
+        return commands.cmd_report(args.source, args.out, reveal_hidden=args.reveal_hidden)
+    root = lab_tree(args.root)
     if args.verb == "list":
         return commands.cmd_list(root)
     if args.verb == "doctor":
@@ -162,15 +189,15 @@ def dispatch(args: argparse.Namespace) -> Exit:
                                   **common)
     if args.verb == "skeleton":
         return commands.cmd_skeleton(root, args.labs, write=args.write)
-    if args.verb == "report":
-        return commands.cmd_report(args.source, args.out, reveal_hidden=args.reveal_hidden)
+    if args.verb == "check":
+        return commands.cmd_check(root, args.labs, preset=args.preset, list_tests=args.list_tests)
     if args.verb == "batch":
         from .batch import cmd_batch
 
         return cmd_batch(root, args.batch_dir, args.out, args.labs, force=args.force, jobs=args.jobs, preset=args.preset,
                          timeout_s=args.timeout_s, max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools,
                          sandbox=args.sandbox, quiet=args.quiet, confine=args.confine,
-                         host_memory_mib=args.host_memory_mib)
+                         host_memory_mib=args.host_memory_mib, compile_only=args.compile_only)
     if args.verb == "release":
         return commands.cmd_release(root, args.out, force=args.force, verify=args.verify, preset=args.preset,
                                     jobs=args.jobs, keep=args.keep)

@@ -60,9 +60,11 @@ def _reporters() -> tuple[Callable[..., dict[str, Path]] | None, Callable[..., N
     return write_reports, render_console
 
 
-def publish(results: Results, out_dir: Path, stdout: TextIO, reveal_hidden: bool = False) -> dict[str, Path]:
+def publish(results: Results, out_dir: Path, stdout: TextIO, reveal_hidden: bool = False,
+            root: Path | None = None) -> dict[str, Path]:
     """Write every report into out_dir and print the summary. Hidden tests show as grader/hidden.py says
-    (reveal_hidden: --reveal-hidden); results.json keeps them all."""
+    (reveal_hidden: --reveal-hidden); results.json keeps them all. The exports show paths under root
+    (the lab tree) relative to it."""
     write_reports, render_console = _reporters()
     if write_reports is None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -70,7 +72,7 @@ def publish(results: Results, out_dir: Path, stdout: TextIO, reveal_hidden: bool
         paths = {"json": out_dir / "results.json"}
         stdout.write("note: grader/report is not available; only results.json was written\n")
     else:
-        paths = write_reports(results, out_dir, reveal_hidden=reveal_hidden)
+        paths = write_reports(results, out_dir, reveal_hidden=reveal_hidden, root=root)
     shown = hidden.redact(results, reveal_hidden)
     if render_console is not None:
         render_console(shown, stdout, use_color(stdout))
@@ -210,7 +212,8 @@ def cmd_test(
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
                    sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
                    host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s)
-    stdout.write(format_tests(results) + "\n")
+    # Student-facing like the reports: concealed hidden tests are counted, never named (grader/hidden.py).
+    stdout.write(format_tests(hidden.redact(results)) + "\n")
     return exit_code(results)
 
 
@@ -241,7 +244,7 @@ def cmd_grade(
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
                    sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
                    host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s)
-    publish(results, out_dir or root / "reports", stdout, reveal_hidden=reveal_hidden)
+    publish(results, out_dir or root / "reports", stdout, reveal_hidden=reveal_hidden, root=root)
     return exit_code(results)
 
 
@@ -268,6 +271,34 @@ def cmd_skeleton(root: Path, selectors: list[str], write: bool, stdout: TextIO |
         return Exit.TEST_FAILURES
     stdout.write(f"{len(diffs)} skeleton(s) match their solutions\n")
     return Exit.OK
+
+
+def cmd_check(
+    root: Path,
+    selectors: list[str],
+    preset: str | None = None,
+    list_tests: bool = True,
+    stdout: TextIO | None = None,
+    gpu: GpuProbe | None = None,
+) -> Exit:
+    """Check each lab's rubric (grader/rubric.py) against the tests its built binaries list: exit 1 when
+    a problem is found, 2 for an unknown lab."""
+    from . import rubric
+
+    stdout = stdout or sys.stdout
+    bin_dir = None
+    if list_tests:  # the binaries `grader build` made for this machine's preset
+        if not preset:
+            preset = choose_preset(probe_gpu() if gpu is None else gpu)
+        bin_dir = make_builder(root, preset, None).bin_dir
+    try:
+        checks = rubric.check_labs(root, selectors, bin_dir)
+    except LabError as err:
+        raise GraderError(str(err), Exit.USAGE) from None
+    except FileNotFoundError:
+        raise GraderError(f"{root}/labs: no such directory (is --root right?)", Exit.USAGE) from None
+    stdout.write(rubric.format_checks(checks, instructor_tree=(root / "solutions").is_dir()) + "\n")
+    return Exit.OK if all(c.ok for c in checks) else Exit.TEST_FAILURES
 
 
 def cmd_report(

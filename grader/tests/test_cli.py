@@ -21,11 +21,13 @@ def stand_in_reports(monkeypatch):
     """A tiny stand-in for grader.report, so these tests do not depend on the renderers."""
     calls: dict[str, object] = {}
 
-    def write_reports(results: Results, out_dir: Path, reveal_hidden: bool = False) -> dict[str, Path]:
+    def write_reports(results: Results, out_dir: Path, reveal_hidden: bool = False,
+                      root: Path | None = None) -> dict[str, Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
         results.save(out_dir / "results.json")
         calls["written"] = out_dir
         calls["reveal_hidden"] = reveal_hidden
+        calls["root"] = root
         return {"json": out_dir / "results.json"}
 
     def render_console(results: Results, stream, color: bool) -> None:
@@ -90,6 +92,7 @@ def test_grade_writes_reports(lab_root: Path, fake_machine, stand_in_reports, ca
 def test_grade_default_out_is_reports(lab_root: Path, fake_machine, stand_in_reports) -> None:
     assert main("--root", str(lab_root), "grade", "-q") == 1
     assert stand_in_reports["written"] == lab_root / "reports"
+    assert Path(stand_in_reports["root"]).resolve() == lab_root.resolve()  # exports show paths relative to it
 
 
 def test_grade_solution(lab_root: Path, fake_machine, stand_in_reports, capsys) -> None:
@@ -228,3 +231,33 @@ def test_real_buggy_grade_renders_again(tmp_path: Path, stand_in_reports, capsys
     by_cat = {t.category.value for t in results.labs[0].tests if t.category}
     assert {"crash", "timeout", "cuda_error", "wrong_answer"} <= by_cat
     assert main("report", "--from", str(source), "--out", str(tmp_path)) == 0
+
+
+# --- where the lab tree is (grader/labs.py find_root) -------------------------------------------------------
+
+
+def test_the_lab_tree_is_found_from_the_current_directory(lab_root: Path, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("CUDALAB_ROOT", raising=False)
+    monkeypatch.chdir(lab_root / "labs" / "01-add")
+    assert main("list") == 0
+    assert capsys.readouterr().out.split()[:2] == ["01", "add"]
+
+
+def test_cudalab_root_names_the_lab_tree(lab_root: Path, tmp_path_factory, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    monkeypatch.setenv("CUDALAB_ROOT", str(lab_root))
+    assert main("list") == 0
+    assert capsys.readouterr().out.split()[:2] == ["01", "add"]
+
+
+def test_no_lab_tree_is_exit_2_and_says_how_to_name_one(tmp_path: Path, monkeypatch, capsys) -> None:
+    from grader import labs
+
+    monkeypatch.delenv("CUDALAB_ROOT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(labs, "PACKAGE_CHECKOUT", tmp_path)  # an installed grader sits in no checkout
+    assert main("list") == 2
+    assert "no lab tree in" in capsys.readouterr().err
+    source = tmp_path / "results.json"  # a results.json renders anywhere
+    Results(run=RunInfo(started="2026-01-01T00:00:00+00:00")).save(source)
+    assert main("report", "--from", str(source), "--out", str(tmp_path / "r")) == 0
