@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include <unistd.h>  // environ
+
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/harness.hpp>
 
@@ -31,13 +33,24 @@ std::string take(const char* name) {
 
 bool truthy(const std::string& v) { return !v.empty() && v != "0"; }
 
+// compute-sanitizer tells the process it launches how to reach the tool through variables of its own:
+// NV_SANITIZER_INJECTION_* (compute-sanitizer 2025.x, CUDA 13) or, in older releases, the CUDA
+// injection library. The grader never sets either, so seeing one means the tool launched us. They are
+// read by the driver when CUDA starts, so they stay in place; recording them is enough.
+bool sanitizer_attached() {
+  const char* injection = std::getenv("CUDA_INJECTION64_PATH");
+  if (injection != nullptr && injection[0] != '\0') return true;
+  static constexpr char kToolPrefix[] = "NV_SANITIZER_INJECTION_";
+  for (char** var = environ; var != nullptr && *var != nullptr; ++var) {
+    if (std::strncmp(*var, kToolPrefix, sizeof(kToolPrefix) - 1) == 0) return true;
+  }
+  return false;
+}
+
 void capture_settings() {
   g_settings.small_mode = truthy(take("CUDALAB_SMALL"));
   g_settings.run_nonce = take("CUDALAB_RUN_NONCE");
-  // compute-sanitizer loads its tool into the process through the CUDA injection library. It is read
-  // by the driver when CUDA starts, so it stays in place; recording it is enough.
-  const char* injection = std::getenv("CUDA_INJECTION64_PATH");
-  g_settings.sanitizer_attached = injection != nullptr && injection[0] != '\0';
+  g_settings.sanitizer_attached = sanitizer_attached();
 }
 
 bool listing_only(int argc, char** argv) {

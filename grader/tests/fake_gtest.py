@@ -105,7 +105,7 @@ def main() -> int:
         if spec.get("echo", True):  # what cudalab's harness records from the grader's variables
             echo = {"run_nonce": os.environ.get("CUDALAB_RUN_NONCE", ""),
                     "small_mode": "true" if os.environ.get("CUDALAB_SMALL", "") not in ("", "0") else "false",
-                    "sanitizer_attached": "true" if os.environ.get("CUDA_INJECTION64_PATH") else "false"}
+                    "sanitizer_attached": "true" if os.environ.get("CUDA_INJECTION64_PATH") or any(k.startswith("NV_SANITIZER_INJECTION_") for k in os.environ) else "false"}
         report = {"tests": sum(len(v) for v in suites.values()), "failures": failures, "disabled": 0, "errors": 0,
                   "time": "0.1s", "name": "AllTests", **spec.get("root", {}), **echo,
                   "testsuites": [{"name": s, "tests": len(v), "testsuite": v} for s, v in suites.items()]}

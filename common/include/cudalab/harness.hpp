@@ -5,7 +5,7 @@
 //   CUDALAB_SMALL=1         small sizes only, perf tests off (the sanitizer stage)
 //   CUDALAB_RUN_NONCE=<hex> echoed in the report as run_nonce: the grader believes a report only when
 //                           it carries the nonce of the run it started
-// The harness also records whether compute-sanitizer is attached (its injection library is set), so
+// The harness also records whether compute-sanitizer is attached (the variables it launches us with), so
 // the grader can check that the mode it asked for is the mode that ran.
 #pragma once
 
