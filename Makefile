@@ -8,7 +8,7 @@ PRESET ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo default || echo ci)
 PY = $(shell cat build/.python 2>/dev/null || echo $(PYTHON))
 GRADER = $(PY) -m grader
 
-.PHONY: help python-env doctor build grade demo check skeleton test test-labs test-python clean
+.PHONY: help python-env doctor build grade demo check skeleton mutants test test-labs test-python clean
 
 help: ## this list
 	@echo "make VERB [LAB=06] [PRESET=default|ci|debug] [OUT=reports]"
@@ -36,6 +36,9 @@ demo: python-env ## grade the reference solutions (the all-green report) into re
 check: python-env ## check each lab's rubric (lab.toml) against the tests of the built binaries
 	$(GRADER) check $(LAB) --preset $(PRESET)
 
+mutants: python-env ## the mutation gate on a GPU: how many realistic bugs each lab's tests catch (instructors)
+	$(GRADER) mutants $(LAB) --out $(OUT)/mutants
+
 skeleton: python-env ## rewrite the student skeletons from the solutions (instructors)
 	$(GRADER) skeleton --write
 
@@ -52,6 +55,7 @@ test-labs: python-env ## build every lab, check the rubrics and skeletons, run t
 	cmake --build build/$(PRESET) --target common_tests
 	ctest --test-dir build/$(PRESET) -L common_tests --output-on-failure --no-tests=error
 	@# A student release has no solutions/ and no grader tests: those steps are the instructor's.
+	@if [ -d solutions ]; then $(GRADER) mutants --check; fi
 	@if [ -d solutions ]; then ctest --test-dir build/$(PRESET) -L solution -E 'Perf\.' -j 2 --output-on-failure --no-tests=error; fi
 
 test-python: python-env ## the grader's own tests (pytest, with the Python of .venv)

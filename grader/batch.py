@@ -287,6 +287,9 @@ def run_batch(
     confine: bool = True,
     host_memory_mib: float | None = None,
     compile_only: bool = False,
+    perf: bool = True,
+    gpu_runs: int = 1,
+    sanitize_failing: bool = True,
     stdout: TextIO | None = None,
     progress: Progress | None = None,
     gpu: GpuProbe | None = None,
@@ -335,7 +338,11 @@ def run_batch(
         slot_builder=slot_builder,
         progress=progress,
         compile_only=compile_only,
+        perf=perf,
+        gpu_runs=gpu_runs,
+        sanitize_failing=sanitize_failing,
     )
+    force = force or not perf  # a correctness-only grade never stands in for a full one, nor the reverse
     out_dir.mkdir(parents=True, exist_ok=True)
     lab_names = [lab.name for lab in labs]
     if compile_only:
@@ -389,7 +396,8 @@ def run_batch(
     tally.to_grade = len(todo)
     progress.note(
         f"batch: {len(students)} student(s): {len(todo)} to grade, {kept} unchanged, {broken} broken; "
-        f"labs {', '.join(lab_names)}; {min(workers, max(1, len(todo)))} build slot(s), test runs one at a time"
+        f"labs {', '.join(lab_names)}; {min(workers, max(1, len(todo)))} build slot(s), test runs "
+        f"{'one' if grader.gpu_runs == 1 else grader.gpu_runs} at a time"
     )
 
     paths: dict[str, Path] = {}

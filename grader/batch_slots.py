@@ -107,11 +107,15 @@ class BatchGrader:
         progress: Progress | None = None,
         work_dir: Path | None = None,
         compile_only: bool = False,
+        perf: bool = True,
+        gpu_runs: int = 1,
+        sanitize_failing: bool = True,
     ) -> None:
         self.root = root
         self.work_dir = work_dir or root / "build"  # where the slots' build and staging folders live
         self.labs = labs
         self.compile_only = compile_only
+        self.perf = perf  # False: correctness only (the mutation gate)
         self.gpu = GpuProbe(False, reason=COMPILE_ONLY_REASON) if compile_only else gpu
         self.stop = threading.Event()  # set when the batch is interrupted
         self.discarded: list[str] = []  # the students whose grade the interrupt cut short
@@ -129,7 +133,11 @@ class BatchGrader:
         self.real = isinstance(self.main, CMakeBuilder)
         self._slot_factory = slot_builder or self._cmake_slot
         self.progress = progress or Progress()
-        self.gpu_lock = threading.Lock()
+        # Test runs at a time on the GPU: one wherever a time is scored (perf tests share nothing); a
+        # correctness-only batch (the mutation gate) may run several side by side.
+        self.gpu_runs = 1 if perf else max(1, gpu_runs)
+        self.gpu_lock = threading.BoundedSemaphore(self.gpu_runs)
+        self.sanitize_failing = sanitize_failing
         self.pristine: dict[str, BuildResult] = {}
         self.references: ReferenceTimings | None = None
         self._slots: dict[int, Builder] = {}
@@ -414,6 +422,8 @@ class BatchGrader:
             confine=self.confine,
             host_memory_mib=self.host_memory_mib,
             env=dict(HIDE_GPU) if self.compile_only else {},
+            perf=self.perf,
+            sanitize_failing=self.sanitize_failing,
         )
         with self.gpu_lock:
             self._go_on()

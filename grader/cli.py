@@ -123,6 +123,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tests", dest="list_tests", action="store_false",
                    help="check lab.toml alone, without listing the built binaries' tests")
 
+    p = verbs.add_parser("mutants", help="the mutation gate: grade each lab's mutants (solutions/NN-slug/mutants/) "
+                                         "as a batch and print how many bugs the tests caught")
+    _labs(p)
+    p.add_argument("--check", action="store_true",
+                   help="no GPU needed: check that every mutant is well formed and still applies (make test runs this)")
+    p.add_argument("--out", type=Path, default=None, help="where to grade them (default: build/mutants)")
+    p.add_argument("-j", "--jobs", type=int, help="parallel build slots (default: 4, at most the CPU count)")
+    p.add_argument("--preset", help="CMake preset (default: 'default' with a GPU, 'ci' without)")
+    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines from the batches")
+    p.add_argument("--gpu-runs", type=int, default=3,
+                   help="test binaries on the GPU at a time (default 3: correctness runs need no quiet GPU)")
+
     p = verbs.add_parser("report", help="render every report from a results.json")
     p.add_argument("--from", dest="source", type=Path, required=True, help="a results.json")
     p.add_argument("--out", type=Path, help="report directory (default: beside results.json)")
@@ -191,6 +204,10 @@ def dispatch(args: argparse.Namespace) -> Exit:
         return commands.cmd_skeleton(root, args.labs, write=args.write)
     if args.verb == "check":
         return commands.cmd_check(root, args.labs, preset=args.preset, list_tests=args.list_tests)
+    if args.verb == "mutants":
+        return commands.cmd_mutants(root, args.labs, check=args.check, out=args.out, jobs=args.jobs,
+                                    preset=args.preset, timeout_s=args.timeout_s, quiet=args.quiet,
+                                    gpu_runs=args.gpu_runs)
     if args.verb == "batch":
         from .batch import cmd_batch
 

@@ -301,6 +301,61 @@ def cmd_check(
     return Exit.OK if all(c.ok for c in checks) else Exit.TEST_FAILURES
 
 
+def cmd_mutants(
+    root: Path,
+    selectors: list[str],
+    *,
+    check: bool = False,
+    out: Path | None = None,
+    jobs: int | None = None,
+    preset: str | None = None,
+    timeout_s: float | None = None,
+    quiet: bool = False,
+    gpu_runs: int = 3,
+    stdout: TextIO | None = None,
+    batch: Callable[..., Exit] | None = None,
+) -> Exit:
+    """The mutation gate (grader/mutation.py). --check: every mutant well formed and applying (exit 1
+    otherwise). Else grade them as batches: exit 0 when every lab caught >= 95 % of its bugs and kept
+    every correct alternative at full correctness points, 1 otherwise, 4 without a GPU."""
+    from . import mutation
+
+    stdout = stdout or sys.stdout
+    labs = [lab for lab in load_labs(root, selectors) if lab.solution_dir.is_dir()]
+    if not labs:
+        raise GraderError("no lab with a reference solution here (mutants live in solutions/NN-slug/mutants/)",
+                          Exit.USAGE)
+    if check:
+        checks = [mutation.check_lab(lab) for lab in labs]
+        stdout.write(mutation.format_checks(checks) + "\n")
+        return Exit.OK if all(not c.problems for c in checks) else Exit.TEST_FAILURES
+    for lab in labs:  # a broken patch is an authoring error: say so before any GPU time is spent
+        problems = mutation.check_lab(lab, minimum=False).problems
+        if problems:
+            raise GraderError("\n".join(problems), Exit.USAGE)
+    if batch is None:
+        gpu = probe_gpu()
+        if not gpu.available:
+            raise GraderError(f"grading mutants needs a GPU ({gpu.brief()}); `grader mutants --check` works "
+                              "without one", Exit.ENVIRONMENT)
+        from .batch import run_batch
+
+        batch = run_batch
+    out = Path(out) if out is not None else root / "build" / "mutants"
+    out.mkdir(parents=True, exist_ok=True)
+    # Correctness only: perf is not judged here, and a mutant's perf tests would only cost GPU time.
+    # Several correctness runs share the GPU at a time, and a mutant that failed a test is caught already:
+    # the sanitizer runs only where the tests passed.
+    options = dict(force=True, jobs=jobs, preset=preset, timeout_s=timeout_s, quiet=quiet, perf=False,
+                   gpu_runs=gpu_runs, sanitize_failing=False)
+    runs = mutation.run_mutants(root, labs, out, stdout=stdout, batch=batch, **options)
+    text = mutation.format_runs(runs)
+    (out / "mutation.txt").write_text(text + "\n")
+    mutation.write_json(runs, out / "mutation.json")
+    stdout.write("\n" + text + "\n")
+    return Exit.OK if runs and all(r.ok for r in runs) else Exit.TEST_FAILURES
+
+
 def cmd_report(
     source: Path, out_dir: Path | None = None, stdout: TextIO | None = None, reveal_hidden: bool = False
 ) -> Exit:

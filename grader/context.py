@@ -41,6 +41,9 @@ class RunOptions:
     max_consecutive_timeouts: int = runs.MAX_CONSECUTIVE_TIMEOUTS
     submission: str = ""
     small: bool = False  # small sizes only, perf tests off (quick checks; never for a real grade)
+    perf: bool = True  # False: correctness only, every size, no perf test run (the mutation gate)
+    # False: no sanitizer run once a correctness test failed (the mutation gate: the bug is caught already).
+    sanitize_failing: bool = True
     # Reference timings measured once and reused, {reference target: {test: series}} (grader/batch.py); None: time it here.
     reference_timings: Mapping[str, Mapping[str, PerfSeries]] | None = None
     # Untrusted submissions (grader/sandbox.py): the staged files and the build directory they build in.
@@ -148,6 +151,8 @@ class GradeContext:
             info.notes.append(f"submission staged from {opts.staged.source}")
         if opts.small:
             info.notes.append("small mode: only small sizes ran and perf tests were off (not a full grade)")
+        if not opts.perf:
+            info.notes.append("correctness only: perf tests were not run and earn nothing (not a full grade)")
 
     def _confinement(self, labs: list[Lab]) -> runs.ConfineSettings:
         lab_memory = max((lab.host_memory_mib for lab in labs if lab.host_memory_mib), default=None)

@@ -31,6 +31,7 @@ __all__ = ["PERF_FILTER", "BinarySet", "RunOptions", "binary_sets", "build_targe
            "has_solution", "run_labs"]
 
 PERF_FILTER = "*Perf.*"
+CORRECTNESS_FILTER = "-*Perf.*"
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,13 @@ def run_binary(ctx: GradeContext, lab: Lab, target: str, label: str, expected: l
         return hidden.progress_name(name, target, conceal)
 
     check = ctx.on_fault()
+    gtest_filter = None
+    if not ctx.options.perf:  # correctness only: perf tests are neither run nor expected
+        gtest_filter = CORRECTNESS_FILTER
+        expected = None if expected is None else [n for n in expected if not runs.is_perf_suite(n.split(".", 1)[0])]
     run = runs.run_binary(
         ctx.builder_for(target).bin_dir / target, expected, timeout, label=label, env=ctx.options.env,
+        gtest_filter=gtest_filter,
         max_consecutive_timeouts=ctx.options.max_consecutive_timeouts,
         on_rerun=lambda name: ctx.progress.step(f"re-running {shown(name)} alone"),
         policy=ctx.policy, on_fault=(lambda what: check(shown(what))) if check is not None else None,
@@ -239,7 +245,12 @@ def grade_lab(ctx: GradeContext, lab: Lab) -> LabResult:
         result.tests += run.tests
     if hidden_from is not None:  # before later stages add messages of their own
         hidden.mark(result, lab.hidden_visibility, hidden_from)
-    result.tests += sanitizer.stage(ctx, lab, result, graded)
+    if not opts.sanitize_failing and graded is not None and any(
+            t.status is Status.FAILED and t.kind != "perf" for t in result.tests):
+        result.tests += sanitizer.not_run(sanitizer.tools_for(lab, opts.sanitizer_tools),
+                                          "not run: a correctness test failed already", label=graded.label)
+    else:
+        result.tests += sanitizer.stage(ctx, lab, result, graded)
     hints.annotate(result)
     return scoring.score(ctx, lab, result, checked)
 

@@ -307,6 +307,33 @@ def test_runs_are_serialized(lab_root: Path, tmp_path: Path, fakes: dict, monkey
     monkeypatch.setattr(batch_slots, "run_labs", tracking_run_labs)
     code, _, _ = batch(lab_root, fakes, tmp_path, "1", jobs=3)
     assert code is Exit.OK and active["most"] == 1 and FakeSlot.most >= 2
+    # gpu_runs counts only where nothing is timed: a graded batch stays one run at a time.
+    active["most"] = 0
+    code, _, _ = batch(lab_root, fakes, tmp_path, "1", jobs=3, gpu_runs=3, force=True)
+    assert code is Exit.OK and active["most"] == 1
+
+
+def test_correctness_only_runs_share_the_gpu(lab_root: Path, tmp_path: Path, fakes: dict, monkeypatch) -> None:
+    """The mutation gate (perf=False) lets gpu_runs test runs share the GPU, and no more."""
+    class_dir(tmp_path)
+    active = {"now": 0, "most": 0}
+    real_run_labs = batch_slots.run_labs
+    lock = threading.Lock()
+
+    def tracking_run_labs(*args, **kwargs):
+        with lock:
+            active["now"] += 1
+            active["most"] = max(active["most"], active["now"])
+        try:
+            time.sleep(0.2)
+            return real_run_labs(*args, **kwargs)
+        finally:
+            with lock:
+                active["now"] -= 1
+
+    monkeypatch.setattr(batch_slots, "run_labs", tracking_run_labs)
+    code, _, _ = batch(lab_root, fakes, tmp_path, "1", jobs=3, gpu_runs=2, perf=False)
+    assert code is Exit.OK and active["most"] == 2
 
 
 def test_one_bad_student_never_stops_the_batch(

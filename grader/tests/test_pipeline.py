@@ -174,3 +174,15 @@ def test_perf_reference_missing_when_solution_perf_is_skipped(lab_root: Path, bu
     perf = next(t for t in lab.tests if t.perf).perf
     assert perf.reference is None and perf.earned == 0
     assert perf_properties(1.0)["impl.median_ms"] == "1.0"
+
+
+def test_correctness_only_runs_no_perf_test(lab_root: Path, builder: FakeBuilder) -> None:
+    """perf=False (the mutation gate): the perf tests are filtered out of the run and out of what the
+    grader expects, the reference is not timed, and the report says it was not a full grade."""
+    results = run(lab_root, builder, perf=False)
+    lab = results.labs[0]
+    assert [t.name for t in lab.tests if t.kind == "perf"] == []
+    assert lab.passed == 4 and lab.failed == 0 and not any(t.status is Status.NOT_RUN for t in lab.tests)
+    assert sum(t.perf_earned for t in lab.tasks) == 0
+    assert lab.score == pytest.approx(80.0)  # every correctness point, no perf point
+    assert any("correctness only" in n for n in results.run.notes)
