@@ -20,6 +20,9 @@ ROOT_ENV = "CUDALAB_ROOT"  # names the lab tree, like --root
 PACKAGE_CHECKOUT = Path(__file__).resolve().parent.parent
 
 
+SCORINGS = ("proportional", "all-or-nothing")  # [[task]] scoring
+
+
 class LabError(Exception):
     """A lab selector or a lab.toml that cannot be used (exit code 2)."""
 
@@ -32,9 +35,15 @@ class Task:
     tests: tuple[str, ...]
     challenge: bool = False
     hidden: bool = False  # scored by the hidden binary's tests only (grader/hidden.py)
+    # "proportional": points x passed / counted; "all-or-nothing": every point, or none when any test fails.
+    scoring: str = "proportional"
+    kernels: tuple[str, ...] = ()  # globs of the kernels this task owns: a sanitizer finding in one costs it
 
     def matches(self, test_name: str) -> bool:
         return any(fnmatch.fnmatchcase(test_name, pattern) for pattern in self.tests)
+
+    def owns_kernel(self, kernel: str) -> bool:
+        return bool(kernel) and any(fnmatch.fnmatchcase(kernel, pattern) for pattern in self.kernels)
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,10 @@ class Lab:
     def task(self, task_id: str) -> Task | None:
         return next((t for t in self.tasks if t.id == task_id), None)
 
+    def task_for_kernel(self, kernel: str) -> Task | None:
+        """The task whose kernels globs match a kernel's name (as compute-sanitizer reports it)."""
+        return next((t for t in self.tasks if t.owns_kernel(kernel)), None)
+
     def task_for_test(self, test_name: str, hidden: bool | None = None) -> Task | None:
         """The first task whose globs match; with hidden given, only among tasks of that kind (the
         hidden binary's tests score hidden tasks only, the public tests public ones)."""
@@ -136,9 +149,14 @@ def load_lab(path: Path, root: Path) -> Lab:
             tests=tuple(_require(t, "tests", where)),
             challenge=bool(t.get("challenge", False)),
             hidden=bool(t.get("hidden", False)),
+            scoring=str(t.get("scoring", "proportional")),
+            kernels=tuple(t.get("kernels", [])),
         )
         for t in data.get("task", [])
     )
+    for t in tasks:
+        if t.scoring not in SCORINGS:
+            raise LabError(f"{where}: task {t.id}: scoring must be one of {', '.join(SCORINGS)}, not '{t.scoring}'")
     hidden_table = data.get("hidden", {})
     hidden_visibility = hidden_table.get("visibility", "hidden")
     if hidden_visibility not in ("hidden", "after_due_date", "visible"):

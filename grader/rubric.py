@@ -15,10 +15,11 @@ nothing, a test no task claims earns nothing. This check says so before a studen
   or a perf entry, every task glob matches a test of its binary (hidden tasks the hidden binary's,
   the others the public one's), every perf entry matches a perf test. Without built binaries the
   tests are not checked, and the check says so;
+- [[task]]: scoring "proportional" or "all-or-nothing", kernels a list of globs;
 - [[perf]]: a test, a known task, zero_at below full_at;
 - [[technique]]: a known task and kind, a pattern that compiles, a kernel for "ptx";
 - [forbid] / [allow] symbols: well-formed globs;
-- [sanitizer]: known tools, points and timeout_s not negative;
+- [sanitizer]: known tools, points and timeout_s not negative, cost between 0 and 1;
 - [hidden]: a known visibility, and hidden tasks only where hidden tests exist.
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from .gtest import GtestError, is_perf_suite
 from .hidden import VISIBILITIES
-from .labs import LAB_DIR, LabError, lab_directories, load_lab, select
+from .labs import LAB_DIR, SCORINGS, LabError, lab_directories, load_lab, select
 from .runs import list_tests
 from .sanitizer import TOOLS as SANITIZER_TOOLS
 
@@ -48,12 +49,12 @@ TECHNIQUE_KINDS = ("symbol", "ptx")  # grader/techniques.py
 # Every key the grader reads, per table (labs.py, sanitizer.py, hidden.py).
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "lab": ("title", "student_files", "timeout_s", "max_host_memory_mib"),
-    "task": ("id", "title", "points", "tests", "challenge", "hidden"),
+    "task": ("id", "title", "points", "tests", "challenge", "hidden", "scoring", "kernels"),
     "perf": ("test", "task", "points", "full_at", "zero_at"),
     "technique": ("task", "kind", "pattern", "message", "kernel", "points"),
     "forbid": ("symbols",),
     "allow": ("symbols",),
-    "sanitizer": ("tools", "points", "timeout_s"),
+    "sanitizer": ("tools", "points", "timeout_s", "cost"),
     "hidden": ("visibility",),
 }
 ARRAYS = ("task", "perf", "technique")  # [[task]], [[perf]], [[technique]]
@@ -327,6 +328,12 @@ class _Checker:
             for flag in ("challenge", "hidden"):
                 if flag in t and not isinstance(t[flag], bool):
                     self.add(f"{key} {flag}", f"{t[flag]!r} is not true or false")
+            if "scoring" in t and t["scoring"] not in SCORINGS:
+                self.add(f"{key} scoring", f"{t['scoring']!r} is not one of {', '.join(SCORINGS)}")
+            if "kernels" in t:
+                for glob in self.strings(f"{key} kernels", t["kernels"], "kernel name globs"):
+                    if not glob.strip():
+                        self.add(f"{key} kernels", "an empty glob owns no kernel")
         return tasks
 
     def task_ids(self) -> set[str]:
@@ -394,6 +401,10 @@ class _Checker:
                     self.add("[sanitizer] tools", f"unknown tool {tool!r} (known: {', '.join(SANITIZER_TOOLS)})")
         if "timeout_s" in table:
             self.number("[sanitizer] timeout_s", table["timeout_s"])
+        if "cost" in table:
+            cost = self.number("[sanitizer] cost", table["cost"])
+            if cost is not None and cost > 1:
+                self.add("[sanitizer] cost", f"{cost:g} is more than 1 (the whole task)")
         points = self.number("[sanitizer] points", table["points"]) if "points" in table else 0.0
         return points or 0.0
 

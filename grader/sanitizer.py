@@ -205,6 +205,9 @@ def run_tool(
         if shown:
             result.properties["sanitizer_kernel"] = shown[0].kernel
             result.properties["sanitizer_location"] = shown[0].location
+        kernels = sorted({f.kernel for f in findings if f.kernel})
+        if kernels:  # every kernel a finding names: each costs the task that owns it (apply_points)
+            result.properties["sanitizer_kernels"] = ",".join(kernels)
     elif proc.timed_out:
         result.status = Status.NOT_RUN
         result.category = Category.TIMEOUT
@@ -297,7 +300,10 @@ def not_run(tools: list[str], reason: str, category: Category = Category.HARNESS
 
 
 def apply_points(lab: Lab, result: LabResult, tests: list[TestResult]) -> None:
-    """[sanitizer] points: a task of their own, shared by the tools that ran (after score_lab)."""
+    """After score_lab: a finding in a kernel a task owns ([[task]] kernels) costs that task [sanitizer]
+    cost (default 1: every point) of its correctness points; [sanitizer] points, if any, are a task of
+    their own, shared by the tools that ran."""
+    charge_findings(lab, result, tests)
     points = float(lab.sanitizer.get("points", 0) or 0)
     if points <= 0 or not tests:
         return
@@ -313,3 +319,28 @@ def apply_points(lab: Lab, result: LabResult, tests: list[TestResult]) -> None:
     result.tasks.append(task)
     result.max_score = round(result.max_score + points, 4)
     result.score = round(result.score + earned, 4)
+
+
+def charge_findings(lab: Lab, result: LabResult, tests: list[TestResult]) -> None:
+    """Take from each task whose kernel a tool found an error in its share of [sanitizer] cost."""
+    cost = min(1.0, max(0.0, float(lab.sanitizer.get("cost", 1.0))))
+    charged: dict[str, list[str]] = {}  # task id -> "memcheck in kernel_name"
+    for t in tests:
+        if t.status is not Status.FAILED:
+            continue
+        for kernel in filter(None, t.properties.get("sanitizer_kernels", t.properties.get("sanitizer_kernel", "")).split(",")):
+            task = lab.task_for_kernel(kernel)
+            if task is not None:
+                charged.setdefault(task.id, []).append(f"{t.name.split('.', 1)[1]} in {kernel}")
+                t.task = t.task or task.id
+    for score in result.tasks:
+        found = charged.get(score.id)
+        if not found or cost <= 0:
+            continue
+        spec = lab.task(score.id)
+        taken = round(min(score.earned, cost * (spec.points if spec else score.points)), 4)
+        score.earned = round(score.earned - taken, 4)
+        result.score = round(max(0.0, result.score - taken), 4)
+        score.notes.append(f"compute-sanitizer found an error ({'; '.join(sorted(set(found)))}): "
+                           f"{taken:g} point(s) taken, since a race or an out-of-bounds access is a bug "
+                           "even when the answer came out right")

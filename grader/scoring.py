@@ -1,9 +1,12 @@
 """Scores a lab from its rubric (lab.toml).
 
-- A task earns points x passed / counted over the tests its globs match. A test skipped for lack of a
+- A task earns points x passed / counted over the tests its globs match (scoring = "proportional",
+  the default), or all its points only when every one passed (scoring = "all-or-nothing"). A test skipped for lack of a
   GPU counts as not passed; a test skipped in small mode (CUDALAB_SMALL) is not counted at all.
 - A perf goal earns points x clamp((r - zero_at) / (full_at - zero_at), 0, 1), where r is the
   reference's time over the student's (Perf.ratio_to_reference), and only when the perf test ran.
+- A sanitizer finding in a kernel a task owns ([[task]] kernels) costs that task [sanitizer] cost
+  (default 1: all) of its points: a race or an out-of-bounds access is a correctness bug.
 - Lab score = task points + perf points. Tests that no task or perf goal matches are kept (0 points).
 - The hidden binary's tests score only tasks marked hidden = true; the public tests only the others.
 """
@@ -56,7 +59,12 @@ def score_lab(lab: Lab, result: LabResult) -> LabResult:
 
     for spec in lab.tasks:
         ts = tasks[spec.id]
-        if ts.tests_total:
+        if ts.tests_total and spec.scoring == "all-or-nothing":
+            ts.earned = spec.points if ts.tests_passed == ts.tests_total else 0.0
+            if ts.tests_passed < ts.tests_total:
+                ts.notes.append(f"all or nothing: {ts.tests_total - ts.tests_passed} of {ts.tests_total} "
+                                "test(s) failed, so the task earns no points")
+        elif ts.tests_total:
             ts.earned = round(spec.points * ts.tests_passed / ts.tests_total, 4)
         elif spec.points:
             ts.notes.append("no test of this task ran")

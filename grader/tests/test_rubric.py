@@ -116,6 +116,14 @@ BROKEN = [
                  id="hidden-task-without-hidden-tests"),
     pytest.param(LAB_TOML.replace('title = "Add: a fake lab"\n', ""), "[lab] title", "missing", id="no-title"),
     pytest.param("[lab\n", "file", "not valid TOML", id="not-toml"),
+    pytest.param(LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
+                                  'tests = ["AddCorrectness.Small/*"]\nscoring = "most"'),
+                 '[[task]] "small" scoring', "'most' is not one of proportional, all-or-nothing", id="task-scoring"),
+    pytest.param(LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
+                                  'tests = ["AddCorrectness.Small/*"]\nkernels = "add_kernel"'),
+                 '[[task]] "small" kernels', "must be a list of kernel name globs", id="task-kernels-not-a-list"),
+    pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\ncost = 2\n', "[sanitizer] cost",
+                 "2 is more than 1", id="sanitizer-cost"),
 ]
 
 

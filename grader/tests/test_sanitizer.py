@@ -209,3 +209,20 @@ def test_stage_is_not_run_when_the_binary_did_not_build(lab_root: Path, builder:
     lab = _grade(lab_root, builder, GPU, ["memcheck"]).labs[0]
     t = next(t for t in lab.tests if t.name == "sanitizer.memcheck")
     assert t.status is Status.NOT_RUN and "did not build" in t.message
+
+
+def test_the_mutation_gate_skips_the_tools_once_a_test_failed(lab_root: Path, tmp_path: Path, monkeypatch) -> None:
+    """sanitize_failing=False: a failed correctness test already decides; the tools are listed as not run
+    with that reason, and a passing binary still gets every tool."""
+    tool = _tool(tmp_path / "cs", "racecheck_warning.log", sanitizer.ERROR_EXITCODE)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: tool)
+    failing = FakeBuilder(lab_root / "build" / "bin", {"lab01_student": spec(add_tests(fail_small=True)),
+                                                        "lab01_solution": spec(add_tests())})
+    options = RunOptions(sanitizer_tools=["racecheck"], sanitize_failing=False)
+    lab = run_labs(lab_root, discover(lab_root), failing, GPU, options, Progress(stream=io.StringIO())).labs[0]
+    race = next(t for t in lab.tests if t.name == "sanitizer.racecheck")
+    assert race.status is Status.NOT_RUN and "a correctness test failed already" in race.message
+    passing = FakeBuilder(lab_root / "build" / "bin2", {"lab01_student": spec(add_tests()),
+                                                         "lab01_solution": spec(add_tests())})
+    lab = run_labs(lab_root, discover(lab_root), passing, GPU, options, Progress(stream=io.StringIO())).labs[0]
+    assert next(t for t in lab.tests if t.name == "sanitizer.racecheck").status is Status.FAILED

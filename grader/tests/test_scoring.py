@@ -125,3 +125,41 @@ def test_score_real_lab03_runs() -> None:
     assert res.score == 100.0
     no_gpu = gtest.load_report(FIXTURES / "lab03_student_no_gpu.json").tests
     assert score_lab(lab, result(*no_gpu)).score == 0
+
+
+def test_all_or_nothing_task_earns_nothing_when_one_test_fails(tmp_path: Path) -> None:
+    from .conftest import LAB_TOML
+
+    toml = LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
+                            'tests = ["AddCorrectness.Small/*"]\nscoring = "all-or-nothing"')
+    lab = load_lab(write_lab(tmp_path, toml=toml), tmp_path)
+    res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Small/2"),
+                                t("AddCorrectness.Small/257", Status.FAILED), t("AddCorrectness.Large/1")))
+    small = task(res, "small")
+    assert (small.tests_passed, small.tests_total, small.earned) == (2, 3, 0.0)
+    assert any("all or nothing: 1 of 3" in n for n in small.notes)
+    res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Small/2"), t("AddCorrectness.Large/1")))
+    assert task(res, "small").earned == 40.0
+
+
+def test_a_sanitizer_finding_costs_the_task_that_owns_the_kernel(tmp_path: Path) -> None:
+    from grader import sanitizer
+
+    from .conftest import LAB_TOML
+
+    toml = (LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
+                             'tests = ["AddCorrectness.Small/*"]\nkernels = ["add_small_*"]')
+            + '\n[sanitizer]\ntools = ["memcheck", "racecheck"]\ncost = 0.5\n')
+    lab = load_lab(write_lab(tmp_path, toml=toml), tmp_path)
+    assert lab.task_for_kernel("add_small_kernel").id == "small" and lab.task_for_kernel("other") is None
+    res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Large/1")))
+    assert res.score == 80.0
+    tools = sanitizer.not_run(["memcheck", "racecheck"], "why")
+    tools[0].status = Status.FAILED
+    tools[0].properties["sanitizer_kernels"] = "add_small_kernel,helper_nobody_owns"
+    tools[1].status = Status.PASSED
+    sanitizer.apply_points(lab, res, tools)
+    small = task(res, "small")
+    assert small.earned == 20.0 and res.score == 60.0  # half of the task's 40 points, once
+    assert any("memcheck in add_small_kernel" in n for n in small.notes)
+    assert task(res, "large").earned == 40.0 and tools[0].task == "small"
