@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <cudalab/bench.cuh>
@@ -16,6 +19,7 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
 #include <cudalab/random.hpp>
 
 #include "vector_add.cuh"
@@ -24,6 +28,7 @@ namespace {
 
 using cudalab::AllEqual;
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 
 constexpr std::uint64_t kSeed = 3003;
 
@@ -41,19 +46,73 @@ Inputs make_inputs(std::size_t n, std::uint64_t seed) {
   return in;
 }
 
-// Runs one device-pointer variant on fresh buffers with a poisoned output and returns the output.
+// Runs one device-pointer variant on fresh buffers and returns the output. The output is poisoned and
+// guarded (a write past either end fails the test); the inputs are plain allocations of exactly n
+// floats, so compute-sanitizer's memcheck reports a read past their end.
 template <class Launch>
-std::vector<float> run_device(const Inputs& in, Launch launch) {
-  DeviceBuffer<float> d_a(in.a), d_b(in.b), d_c(in.a.size());
+std::vector<float> run_device(const Inputs& in, const char* what, Launch launch) {
+  DeviceBuffer<float> d_a(in.a), d_b(in.b);
+  GuardedBuffer<float> d_c(in.a.size());
   cudalab::poison(d_c);
   launch(d_a.data(), d_b.data(), d_c.data(), in.a.size());
-  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(d_c.guards_intact(what));  // synchronizes first
   return d_c.to_host();
 }
 
-// Sizes around block boundaries (256), odd sizes, and sizes needing many blocks.
-// Every correctness test runs on all of them.
-const std::vector<std::size_t> kSizes = {1, 2, 3, 5, 31, 255, 256, 257, 1000, 1025, (1u << 20) + 3, (1u << 24) + 1};
+// Sizes around block boundaries (256), odd sizes, and sizes needing many blocks; 0 (nothing to do,
+// nothing launched); 5003 and 100003, whose float4 counts (1250, 25000) are not multiples of the
+// 1024 float4s a block of the reference's fast kernel covers. Every correctness test runs on all.
+const std::vector<std::size_t> kSizes = {0,    1,    2,    3,      5,           31,          255,
+                                         256,  257,  1000, 1025,   5003,        100003,      (1u << 20) + 3,
+                                         (1u << 24) + 1};
+
+// Above 2^31 elements, where an int index overflows: 2^29 + 1000 float4s and a tail of 3. The huge
+// tests make their inputs on the GPU and check there, and need 8 or 16 GiB of device memory.
+constexpr std::size_t kHugeN = (std::size_t{1} << 31) + 4003;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Why a test needing `bytes` of device memory cannot run now, or "" when it can.
+std::string lacks_device_memory(std::size_t bytes) {
+  constexpr std::size_t kHeadroom = std::size_t{512} << 20;  // the context, thrust's temporaries
+  std::size_t free_bytes = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  if (free_bytes >= bytes + kHeadroom) return "";
+  std::ostringstream why;
+  why.precision(3);
+  why << "not enough free device memory for this test: it needs " << (bytes + kHeadroom) / kGiB << " GiB, "
+      << free_bytes / kGiB << " GiB are free";
+  return why.str();
+}
+
+// Counts the i in [0, n) where out[i] != factor * v(i), v(i) being element i of
+// random_fill(seed, lo, hi) (recomputed here, so no copy of the input is kept), and the first such i.
+__global__ void count_scaled_mismatches(const float* out, std::size_t n, std::uint64_t seed, float lo, float hi,
+                                        float factor, unsigned long long* count, unsigned long long* first) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  unsigned long long mine = 0;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    cudalab::Rng rng = cudalab::Rng::at(seed, i);
+    const float expected = factor * cudalab::draw(rng, lo, hi);
+    if (!(out[i] == expected)) {  // NaN (the poison) never matches
+      ++mine;
+      atomicMin(first, static_cast<unsigned long long>(i));
+    }
+  }
+  if (mine) atomicAdd(count, mine);
+}
+
+// Every out[i] is factor * v(i) (see count_scaled_mismatches); the message says how many are not.
+::testing::AssertionResult all_scaled(const float* d_out, std::size_t n, std::uint64_t seed, float lo, float hi,
+                                      float factor) {
+  DeviceBuffer<unsigned long long> d_stats(std::vector<unsigned long long>{0ull, ~0ull});
+  count_scaled_mismatches<<<4096, 256>>>(d_out, n, seed, lo, hi, factor, d_stats.data(), d_stats.data() + 1);
+  CUDA_CHECK_LAST();
+  const auto stats = d_stats.to_host();
+  if (stats[0] == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << stats[0] << " of " << n << " elements are wrong (seed " << seed
+                                       << "), the first at index " << stats[1]
+                                       << (stats[1] >= (std::size_t{1} << 31) ? " (past 2^31: an int index?)" : "");
+}
 
 // --- Task 1: host flow ---------------------------------------------------------------------------
 
@@ -89,7 +148,7 @@ TEST_P(VectorAddCorrectness, OneThreadPerElement) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
   const Inputs in = make_inputs(n, kSeed + 2 * n);
-  const auto out = run_device(in, [](const float* a, const float* b, float* c, std::size_t m) {
+  const auto out = run_device(in, "c (vector_add)", [](const float* a, const float* b, float* c, std::size_t m) {
     vector_add(a, b, c, static_cast<int>(m));
   });
   EXPECT_TRUE(AllEqual(in.expected, out, kSeed + 2 * n));
@@ -101,35 +160,111 @@ struct GridCase {
   std::size_t n;
   int blocks, threads;
 };
+std::string grid_name(const ::testing::TestParamInfo<GridCase>& info) {
+  return "n" + std::to_string(info.param.n) + "_grid" + std::to_string(info.param.blocks) + "x" +
+         std::to_string(info.param.threads);
+}
 
 class VectorAddGridStrideCorrectness : public cudalab::GpuTestWithParam<GridCase> {};
 
-// Small grids force many passes: 100003 elements on 3 x 128 threads is 261 passes.
+// Small grids force many passes: 100003 elements on 3 x 128 threads is 261 passes. A grid larger
+// than n (64 x 256 for 1000) has threads with nothing to do; n = 0 must write nothing.
 TEST_P(VectorAddGridStrideCorrectness, CoversEveryElement) {
   const GridCase c = GetParam();
   CUDALAB_SKIP_IF_LARGE(c.n);
   const Inputs in = make_inputs(c.n, kSeed + c.n + c.blocks);
-  const auto out = run_device(in, [&](const float* a, const float* b, float* d_c, std::size_t m) {
+  const auto out = run_device(in, "c (vector_add_grid_stride)", [&](const float* a, const float* b, float* d_c, std::size_t m) {
     vector_add_grid_stride(a, b, d_c, m, c.blocks, c.threads);
   });
   EXPECT_TRUE(AllEqual(in.expected, out, kSeed + c.n + c.blocks))
       << "grid of " << c.blocks << " blocks x " << c.threads << " threads, n = " << c.n;
 }
 INSTANTIATE_TEST_SUITE_P(, VectorAddGridStrideCorrectness,
-                         ::testing::Values(GridCase{1, 1, 32}, GridCase{1000, 1, 1024}, GridCase{1000, 2, 64},
+                         ::testing::Values(GridCase{0, 4, 128}, GridCase{1, 1, 32}, GridCase{1000, 1, 1024},
+                                           GridCase{1000, 2, 64}, GridCase{1000, 64, 256}, GridCase{5003, 3, 96},
                                            GridCase{100003, 3, 128}, GridCase{(1u << 22) + 5, 528, 256},
                                            GridCase{(1u << 24) + 7, 7, 1024}),
-                         [](const ::testing::TestParamInfo<GridCase>& info) {
-                           return "n" + std::to_string(info.param.n) + "_grid" + std::to_string(info.param.blocks) +
-                                  "x" + std::to_string(info.param.threads);
-                         });
+                         grid_name);
+
+class VectorAddGridStrideOffsetCorrectness : public cudalab::GpuTestWithParam<GridCase> {};
+
+// The arrays need not start where an allocation starts: a, b and c here begin kOffset floats into
+// theirs (c's first kOffset floats and the kOffset after its end must stay as they were).
+TEST_P(VectorAddGridStrideOffsetCorrectness, OffsetPointers) {
+  constexpr std::size_t kOffset = 3;
+  const GridCase c = GetParam();
+  const std::size_t total = c.n + 2 * kOffset;
+  const Inputs in = make_inputs(total, kSeed + 17 * c.n);
+  DeviceBuffer<float> d_a(in.a), d_b(in.b);
+  GuardedBuffer<float> d_c(total);
+  cudalab::poison(d_c);
+  vector_add_grid_stride(d_a.data() + kOffset, d_b.data() + kOffset, d_c.data() + kOffset, c.n, c.blocks, c.threads);
+  EXPECT_TRUE(d_c.guards_intact("c"));
+  std::vector<float> expected(total, cudalab::poison_value<float>());
+  for (std::size_t i = kOffset; i < kOffset + c.n; ++i) expected[i] = in.expected[i];
+  // Compared bit for bit: the poison is NaN, which never equals itself as a float.
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> u(v.size());
+    if (!v.empty()) std::memcpy(u.data(), v.data(), v.size() * sizeof(float));
+    return u;
+  };
+  EXPECT_TRUE(AllEqual(bits(expected), bits(d_c.to_host()), kSeed + 17 * c.n))
+      << "c = d_c + " << kOffset << ", n = " << c.n << ": elements [0, " << kOffset << ") and [" << kOffset + c.n
+      << ", " << total << ") of the allocation must keep the poison (as bits; 4294967295 is the poison)";
+}
+INSTANTIATE_TEST_SUITE_P(, VectorAddGridStrideOffsetCorrectness,
+                         ::testing::Values(GridCase{1, 1, 32}, GridCase{1000, 2, 64}, GridCase{5003, 3, 96}),
+                         grid_name);
+
+class VectorAddGridStrideLaunchCorrectness : public cudalab::GpuTest {};
+
+// A block of 2048 threads cannot launch: the error must reach the caller (CUDA_CHECK_LAST throws
+// cudalab::CudaError), not stay pending for the next call to trip over.
+TEST_F(VectorAddGridStrideLaunchCorrectness, ReportsBadLaunch) {
+  const Inputs in = make_inputs(1000, kSeed + 19);
+  DeviceBuffer<float> d_a(in.a), d_b(in.b);
+  GuardedBuffer<float> d_c(in.a.size());
+  EXPECT_THROW(vector_add_grid_stride(d_a.data(), d_b.data(), d_c.data(), in.a.size(), 4, 2048), cudalab::CudaError)
+      << "a launch of 2048 threads per block fails: check it with CUDA_CHECK_LAST()";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the launch error was left pending";
+}
+
+class VectorAddHugeCorrectness : public cudalab::GpuTest {};
+
+// Past 2^31 elements on a small grid (many passes): an int index wraps before reaching them.
+// a and b are the same array (both are only read), so c = 2a; 16 GiB in all.
+TEST_F(VectorAddHugeCorrectness, GridStrideBeyond2To31) {
+  CUDALAB_SKIP_IF_LARGE(kHugeN);
+  if (const std::string why = lacks_device_memory(2 * kHugeN * sizeof(float)); !why.empty()) CUDALAB_SKIP(why);
+  DeviceBuffer<float> d_a(kHugeN);
+  GuardedBuffer<float> d_c(kHugeN);
+  cudalab::random_fill(d_a.data(), kHugeN, kSeed + 31, 1.0f, 2.0f);
+  cudalab::poison(d_c);
+  vector_add_grid_stride(d_a.data(), d_a.data(), d_c.data(), kHugeN, 1056, 256);
+  EXPECT_TRUE(d_c.guards_intact("c"));
+  EXPECT_TRUE(all_scaled(d_c.data(), kHugeN, kSeed + 31, 1.0f, 2.0f, 2.0f)) << "a grid of 1056 x 256 threads";
+}
+
+// The challenge takes n as size_t too: 2^29 + 1000 float4s and a tail of 3; 16 GiB in all.
+TEST_F(VectorAddHugeCorrectness, FastBeyond2To31) {
+  CUDALAB_SKIP_IF_LARGE(kHugeN);
+  if (const std::string why = lacks_device_memory(2 * kHugeN * sizeof(float)); !why.empty()) CUDALAB_SKIP(why);
+  DeviceBuffer<float> d_a(kHugeN);
+  GuardedBuffer<float> d_c(kHugeN);
+  cudalab::random_fill(d_a.data(), kHugeN, kSeed + 37, 1.0f, 2.0f);
+  cudalab::poison(d_c);
+  vector_add_fast(d_a.data(), d_a.data(), d_c.data(), kHugeN);
+  EXPECT_TRUE(d_c.guards_intact("c"));
+  EXPECT_TRUE(all_scaled(d_c.data(), kHugeN, kSeed + 37, 1.0f, 2.0f, 2.0f));
+}
 
 // --- Task 4: AoS and SoA -------------------------------------------------------------------------
 
 class VectorAddAosCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
 
 // The particles travel as 8 n floats (x, y, z, vx, vy, vz, mass, charge per particle): the same
-// bytes as n Particles, compared float by float, so a wrong field shows as a wrong index.
+// bytes as n Particles, compared float by float, so a wrong field shows as a wrong index. The array
+// is guarded: scaling the x of a particle past the end fails too.
 TEST_P(VectorAddAosCorrectness, ScalesOnlyX) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
@@ -137,44 +272,69 @@ TEST_P(VectorAddAosCorrectness, ScalesOnlyX) {
   std::vector<float> fields = cudalab::random_vector<float>(8 * n, kSeed + 4 * n, 1.0f, 100.0f);
   const float s = 2.5f;
 
-  DeviceBuffer<Particle> d_p(n);
-  CUDA_CHECK(cudaMemcpy(d_p.data(), fields.data(), d_p.bytes(), cudaMemcpyHostToDevice));
+  GuardedBuffer<Particle> d_p(n);
+  if (n > 0) CUDA_CHECK(cudaMemcpy(d_p.data(), fields.data(), d_p.bytes(), cudaMemcpyHostToDevice));
   scale_x_aos(d_p.data(), n, s);
-  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(d_p.guards_intact("the particles"));
   std::vector<float> actual(8 * n);
-  CUDA_CHECK(cudaMemcpy(actual.data(), d_p.data(), d_p.bytes(), cudaMemcpyDeviceToHost));
+  if (n > 0) CUDA_CHECK(cudaMemcpy(actual.data(), d_p.data(), d_p.bytes(), cudaMemcpyDeviceToHost));
 
   for (std::size_t i = 0; i < n; ++i) fields[8 * i] *= s;  // x is field 0; the rest stay as they were
   EXPECT_TRUE(AllEqual(fields, actual, kSeed + 4 * n)) << "(8 floats per particle: x, y, z, vx, vy, vz, mass, charge)";
 }
 // A particle is 32 bytes: the largest size stops at 2^22 + 1 particles (128 MiB), still 16385 blocks.
+// (2^31 particles would take 64 GiB: the int-index check is on the SoA kernel, which has no such cost.)
 INSTANTIATE_TEST_SUITE_P(, VectorAddAosCorrectness,
-                         ::testing::Values(1, 2, 3, 5, 31, 255, 256, 257, 1000, 1025, (1u << 20) + 3, (1u << 22) + 1),
+                         ::testing::Values(0, 1, 2, 3, 5, 31, 255, 256, 257, 1000, 1025, (1u << 20) + 3, (1u << 22) + 1),
                          cudalab::SizeName());
 
 TEST_P(VectorAddCorrectness, SoaScales) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
   auto x = cudalab::random_vector<float>(n, kSeed + 5 * n, 1.0f, 100.0f);
-  DeviceBuffer<float> d_x(x);
+  GuardedBuffer<float> d_x(x);
   scale_x_soa(d_x.data(), n, 2.5f);
-  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(d_x.guards_intact("x"));
   for (auto& v : x) v *= 2.5f;
   EXPECT_TRUE(AllEqual(x, d_x.to_host(), kSeed + 5 * n));
+}
+
+// 2^31 + 4003 floats (8 GiB): an int index turns negative past 2^31 and leaves the rest unscaled.
+TEST_F(VectorAddHugeCorrectness, SoaBeyond2To31) {
+  CUDALAB_SKIP_IF_LARGE(kHugeN);
+  if (const std::string why = lacks_device_memory(kHugeN * sizeof(float)); !why.empty()) CUDALAB_SKIP(why);
+  GuardedBuffer<float> d_x(kHugeN);
+  cudalab::random_fill(d_x.data(), kHugeN, kSeed + 41, 1.0f, 100.0f);
+  scale_x_soa(d_x.data(), kHugeN, 2.5f);
+  EXPECT_TRUE(d_x.guards_intact("x"));
+  EXPECT_TRUE(all_scaled(d_x.data(), kHugeN, kSeed + 41, 1.0f, 100.0f, 2.5f));
 }
 
 // --- Task 5: pinned memory -----------------------------------------------------------------------
 
 class VectorAddPinnedCorrectness : public cudalab::GpuTest {};
 
+// The type CUDA reports for a host address: cudaMemoryTypeHost for page-locked memory it knows.
+cudaMemoryType memory_type(const void* p) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // an address CUDA does not know: not pinned
+    return cudaMemoryTypeUnregistered;
+  }
+  return attr.type;
+}
+
 TEST_F(VectorAddPinnedCorrectness, AllocationIsPageLocked) {
   const std::size_t n = std::size_t{1} << 20;
   float* h = allocate_pinned(n);
   ASSERT_NE(h, nullptr) << "allocate_pinned returned nullptr";
-  cudaPointerAttributes attr{};
-  CUDA_CHECK(cudaPointerGetAttributes(&attr, h));
-  EXPECT_EQ(attr.type, cudaMemoryTypeHost)
+  EXPECT_EQ(memory_type(h), cudaMemoryTypeHost)
       << "the pointer is not page-locked host memory: use cudaMallocHost, not malloc or new";
+  // All n floats must be pinned, not only the first n bytes: checked before anything is written there.
+  ASSERT_EQ(memory_type(h + n / 4), cudaMemoryTypeHost)
+      << "float " << n / 4 << " of " << n << " is not in the pinned allocation: allocate n * sizeof(float) bytes";
+  ASSERT_EQ(memory_type(h + n - 1), cudaMemoryTypeHost)
+      << "the last of the " << n << " floats is not in the pinned allocation: allocate n * sizeof(float) bytes";
   for (std::size_t i = 0; i < n; ++i) h[i] = static_cast<float>(i % 1000) + 0.5f;
   DeviceBuffer<float> d(n);
   CUDA_CHECK(cudaMemcpy(d.data(), h, n * sizeof(float), cudaMemcpyHostToDevice));
@@ -184,13 +344,26 @@ TEST_F(VectorAddPinnedCorrectness, AllocationIsPageLocked) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+// free_pinned gives the memory back: afterwards CUDA no longer knows the address as pinned memory.
+TEST_F(VectorAddPinnedCorrectness, FreeReleasesTheAllocation) {
+  const std::size_t n = std::size_t{1} << 20;
+  float* h = allocate_pinned(n);
+  ASSERT_NE(h, nullptr) << "allocate_pinned returned nullptr";
+  ASSERT_EQ(memory_type(h), cudaMemoryTypeHost) << "allocate_pinned must return page-locked memory";
+  free_pinned(h);
+  EXPECT_NE(memory_type(h), cudaMemoryTypeHost)
+      << "the memory is still pinned after free_pinned: release it with cudaFreeHost";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 // --- Challenge: fast ------------------------------------------------------------------------------
 
 TEST_P(VectorAddCorrectness, Fast) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
   const Inputs in = make_inputs(n, kSeed + 6 * n);
-  const auto out = run_device(in, [](const float* a, const float* b, float* c, std::size_t m) { vector_add_fast(a, b, c, m); });
+  const auto out = run_device(in, "c (vector_add_fast)",
+                              [](const float* a, const float* b, float* c, std::size_t m) { vector_add_fast(a, b, c, m); });
   EXPECT_TRUE(AllEqual(in.expected, out, kSeed + 6 * n));
 }
 INSTANTIATE_TEST_SUITE_P(, VectorAddCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());

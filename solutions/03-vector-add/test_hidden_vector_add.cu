@@ -11,6 +11,7 @@
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
 #include <cudalab/random.hpp>
 
 #include "vector_add.cuh"
@@ -36,12 +37,15 @@ Inputs make_inputs(std::size_t n, std::uint64_t seed) {
   return in;
 }
 
+// The output is poisoned and guarded (a write past either end fails the test); the inputs are plain
+// allocations of exactly n floats, so compute-sanitizer's memcheck sees a read past their end.
 template <class Launch>
-std::vector<float> run_device(const Inputs& in, Launch launch) {
-  DeviceBuffer<float> d_a(in.a), d_b(in.b), d_c(in.a.size());
+std::vector<float> run_device(const Inputs& in, const char* what, Launch launch) {
+  DeviceBuffer<float> d_a(in.a), d_b(in.b);
+  cudalab::GuardedBuffer<float> d_c(in.a.size());
   cudalab::poison(d_c);
   launch(d_a.data(), d_b.data(), d_c.data(), in.a.size());
-  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(d_c.guards_intact(what));  // synchronizes first
   return d_c.to_host();
 }
 
@@ -62,7 +66,7 @@ TEST_P(VectorAddHiddenCorrectness, OneThreadPerElement) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
   const Inputs in = make_inputs(n, kSeed + 2 * n);
-  const auto out = run_device(in, [](const float* a, const float* b, float* c, std::size_t m) {
+  const auto out = run_device(in, "c (vector_add)", [](const float* a, const float* b, float* c, std::size_t m) {
     vector_add(a, b, c, static_cast<int>(m));
   });
   EXPECT_TRUE(AllEqual(in.expected, out, kSeed + 2 * n));
@@ -72,7 +76,8 @@ TEST_P(VectorAddHiddenCorrectness, Fast) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
   const Inputs in = make_inputs(n, kSeed + 6 * n);
-  const auto out = run_device(in, [](const float* a, const float* b, float* c, std::size_t m) { vector_add_fast(a, b, c, m); });
+  const auto out = run_device(in, "c (vector_add_fast)",
+                              [](const float* a, const float* b, float* c, std::size_t m) { vector_add_fast(a, b, c, m); });
   EXPECT_TRUE(AllEqual(in.expected, out, kSeed + 6 * n));
 }
 INSTANTIATE_TEST_SUITE_P(, VectorAddHiddenCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
@@ -91,7 +96,7 @@ TEST_P(VectorAddHiddenGridStrideCorrectness, CoversEveryElement) {
   const GridCase c = GetParam();
   CUDALAB_SKIP_IF_LARGE(c.n);
   const Inputs in = make_inputs(c.n, kSeed + c.n + c.blocks);
-  const auto out = run_device(in, [&](const float* a, const float* b, float* d_c, std::size_t m) {
+  const auto out = run_device(in, "c (vector_add_grid_stride)", [&](const float* a, const float* b, float* d_c, std::size_t m) {
     vector_add_grid_stride(a, b, d_c, m, c.blocks, c.threads);
   });
   EXPECT_TRUE(AllEqual(in.expected, out, kSeed + c.n + c.blocks))
