@@ -1,6 +1,7 @@
 // Lab 07 tests. Correctness tests judge; perf tests only measure (the grader scores speed).
 #include <gtest/gtest.h>
 
+#include <cuda.h>  // the driver API's types for AliasedInput (its functions come through cudart)
 #include <cub/device/device_scan.cuh>
 #include <thrust/equal.h>
 #include <thrust/execution_policy.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,8 @@
 #include <cudalab/device_compare.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
+#include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
 
 #include "scan.cuh"
@@ -32,6 +36,7 @@ namespace {
 
 using cudalab::AllEqual;
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 
 constexpr std::uint64_t kSeed = 7007;
 
@@ -78,12 +83,28 @@ DeviceBuffer<int> reference_scan(const DeviceBuffer<int>& d_in, Kind kind, std::
   return d_expected;
 }
 
-// Runs scan(d_in, d_out) once on fresh buffers with a poisoned output, then checks the output and
-// that the input is unchanged. Random data differs from tile to tile, so a race between threads
-// (a missing __syncthreads) changes some result in practically every one of the many tiles.
+// Exact comparison of a reference array with a guarded one, on the GPU; only arrays that differ are
+// copied to the host for the message (DeviceAllEqual for a GuardedBuffer).
+::testing::AssertionResult DeviceAllEqual(const DeviceBuffer<int>& d_expected, const GuardedBuffer<int>& d_actual,
+                                          std::uint64_t seed) {
+  const std::size_t n = d_expected.size();
+  if (n == d_actual.size() &&
+      (n == 0 || thrust::equal(thrust::device, d_expected.data(), d_expected.data() + n, d_actual.data()))) {
+    return ::testing::AssertionSuccess();
+  }
+  return AllEqual(d_expected.to_host(), d_actual.to_host(), seed);
+}
+
+// Runs scan(d_in, d_out) once with a poisoned output, then checks the output, that the input is
+// unchanged, and that nothing was written outside the output, the input or the scratch (when there is
+// one): each is a GuardedBuffer, whose guard zones catch a stray write with or without the sanitizer
+// (and whose junk spoils a read past the end). Random data differs from tile to tile, so a race
+// between threads (a missing __syncthreads) changes some result in practically every one of the many
+// tiles.
 void expect_scan(std::size_t n, std::uint64_t seed, Kind kind, std::size_t segment,
-                 const std::function<void(const int*, int*)>& scan) {
-  DeviceBuffer<int> d_in = make_input(n, seed), d_out(n);
+                 const std::function<void(const int*, int*)>& scan, GuardedBuffer<unsigned char>* scratch = nullptr) {
+  GuardedBuffer<int> d_in(n), d_out(n);
+  cudalab::random_fill(d_in.data(), n, seed, 1, 7);  // the same values as make_input(n, seed)
   cudalab::poison(d_out);
   CUDA_CHECK(cudaDeviceSynchronize());  // input and poison in place, whatever stream the scan uses
   scan(d_in.data(), d_out.data());
@@ -91,30 +112,41 @@ void expect_scan(std::size_t n, std::uint64_t seed, Kind kind, std::size_t segme
   // A second copy of the input, and the reference from it, made only after the scan under test has
   // finished: no stray write of that scan can reach them.
   const DeviceBuffer<int> d_original = make_input(n, seed);
-  EXPECT_TRUE(cudalab::DeviceAllEqual(reference_scan(d_original, kind, segment), d_out, seed))
+  EXPECT_TRUE(DeviceAllEqual(reference_scan(d_original, kind, segment), d_out, seed))
       << (kind == Kind::kInclusive ? "inclusive" : "exclusive") << " scan of n = " << n
       << (segment < n ? " in independent tiles of " + std::to_string(segment) : std::string());
-  EXPECT_TRUE(cudalab::DeviceAllEqual(d_original, d_in, seed)) << "the scan must not modify its input";
+  EXPECT_TRUE(DeviceAllEqual(d_original, d_in, seed)) << "the scan must not modify its input";
+  EXPECT_TRUE(d_out.guards_intact("the output")) << "n = " << n;
+  EXPECT_TRUE(d_in.guards_intact("the input")) << "n = " << n;
+  if (scratch != nullptr) {
+    EXPECT_TRUE(scratch->guards_intact("the scratch (d_temp)"))
+        << "n = " << n << ": the scan used more scratch than its *_temp_bytes(n) = " << scratch->size()
+        << " bytes reserved";
+  }
 }
 
-// Scratch for the whole-array scans, poisoned: the functions may not rely on its contents.
+// Scratch for the perf tests, poisoned: the functions may not rely on its contents.
 DeviceBuffer<unsigned char> make_scratch(std::size_t bytes) {
   DeviceBuffer<unsigned char> d_temp(std::max<std::size_t>(bytes, 1));
   cudalab::poison(d_temp);
   return d_temp;
 }
 
-// 1; around a warp; around a 1024-element tile; a few tiles; the largest size of small mode; many
-// tiles (more than one level of tile totals for any tile of 1024 to 4096 items); 2^24 + 3.
-const std::vector<std::size_t> kSizes = {1,    31,    32,        33,    1023, 1024, 1025,
-                                         4097, 65535, (1u << 20) + 7, (1u << 24) + 3};
+// 0 (nothing to do: no launch, nothing written); 1; around a warp; around a 1024-element tile; whole
+// tiles of 2048, 4096 and 8192 items (an any-n scan of exactly one tile of its own size takes the
+// one-tile path; 2^24 is exactly 4096 tiles of 4096, so its tile totals are exactly one such tile);
+// 20483 (6 tiles of 4096: tile totals that are not a multiple of 4 exercise 16-byte alignment in the
+// scratch, in small mode too); the largest sizes of small mode; many tiles (more than one level of tile
+// totals for any tile of 1024 to 4096 items); 2^24 + 3.
+const std::vector<std::size_t> kSizes = {0,     1,     31,    32,    33,    1023,           1024,     1025,
+                                         2048,  4096,  4097,  8192,  20483, 65535,          65536,    (1u << 20) + 7,
+                                         1u << 24,    (1u << 24) + 3};
 // The whole-array scans also run on more than 2^28 items.
 std::vector<std::size_t> any_n_sizes() {
   std::vector<std::size_t> sizes = kSizes;
   sizes.push_back((std::size_t{1} << 28) + 5);
   return sizes;
 }
-
 // --- Tasks 1-3: block scans, each tile of kBlockScanTile on its own --------------------------------
 
 class BlockScanCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
@@ -145,20 +177,26 @@ INSTANTIATE_TEST_SUITE_P(, BlockScanCorrectness, ::testing::ValuesIn(kSizes), cu
 
 class ScanCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
 
+// The scratch is exactly the bytes the *_temp_bytes function asked for, poisoned, between guard zones:
+// a scan that uses more than it reserved fails even where the write lands in memory nobody owns.
 TEST_P(ScanCorrectness, Exclusive) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
-  auto d_temp = make_scratch(scan_temp_bytes(n));
-  expect_scan(n, kSeed + 4 * n, Kind::kExclusive, n,
-              [&](const int* d_in, int* d_out) { exclusive_scan(d_in, d_out, n, d_temp.data()); });
+  GuardedBuffer<unsigned char> d_temp(scan_temp_bytes(n));
+  cudalab::poison(d_temp);
+  expect_scan(
+      n, kSeed + 4 * n, Kind::kExclusive, n,
+      [&](const int* d_in, int* d_out) { exclusive_scan(d_in, d_out, n, d_temp.data()); }, &d_temp);
 }
 
 TEST_P(ScanCorrectness, Inclusive) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
-  auto d_temp = make_scratch(scan_temp_bytes(n));
-  expect_scan(n, kSeed + 5 * n, Kind::kInclusive, n,
-              [&](const int* d_in, int* d_out) { inclusive_scan(d_in, d_out, n, d_temp.data()); });
+  GuardedBuffer<unsigned char> d_temp(scan_temp_bytes(n));
+  cudalab::poison(d_temp);
+  expect_scan(
+      n, kSeed + 5 * n, Kind::kInclusive, n,
+      [&](const int* d_in, int* d_out) { inclusive_scan(d_in, d_out, n, d_temp.data()); }, &d_temp);
 }
 INSTANTIATE_TEST_SUITE_P(, ScanCorrectness, ::testing::ValuesIn(any_n_sizes()), cudalab::SizeName());
 
@@ -169,17 +207,21 @@ class ScanDecoupledCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
 TEST_P(ScanDecoupledCorrectness, Exclusive) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
-  auto d_temp = make_scratch(scan_decoupled_temp_bytes(n));
-  expect_scan(n, kSeed + 6 * n, Kind::kExclusive, n,
-              [&](const int* d_in, int* d_out) { exclusive_scan_decoupled(d_in, d_out, n, d_temp.data()); });
+  GuardedBuffer<unsigned char> d_temp(scan_decoupled_temp_bytes(n));
+  cudalab::poison(d_temp);
+  expect_scan(
+      n, kSeed + 6 * n, Kind::kExclusive, n,
+      [&](const int* d_in, int* d_out) { exclusive_scan_decoupled(d_in, d_out, n, d_temp.data()); }, &d_temp);
 }
 
 TEST_P(ScanDecoupledCorrectness, Inclusive) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
-  auto d_temp = make_scratch(scan_decoupled_temp_bytes(n));
-  expect_scan(n, kSeed + 7 * n, Kind::kInclusive, n,
-              [&](const int* d_in, int* d_out) { inclusive_scan_decoupled(d_in, d_out, n, d_temp.data()); });
+  GuardedBuffer<unsigned char> d_temp(scan_decoupled_temp_bytes(n));
+  cudalab::poison(d_temp);
+  expect_scan(
+      n, kSeed + 7 * n, Kind::kInclusive, n,
+      [&](const int* d_in, int* d_out) { inclusive_scan_decoupled(d_in, d_out, n, d_temp.data()); }, &d_temp);
 }
 INSTANTIATE_TEST_SUITE_P(, ScanDecoupledCorrectness, ::testing::ValuesIn(any_n_sizes()), cudalab::SizeName());
 
@@ -190,21 +232,179 @@ class ScanDecoupledReuseCorrectness : public cudalab::GpuTest {};
 TEST_F(ScanDecoupledReuseCorrectness, FiveCallsOneScratch) {
   const std::size_t n = (std::size_t{1} << 18) + 11;
   CUDALAB_SKIP_IF_LARGE(n);
-  auto d_temp = make_scratch(scan_decoupled_temp_bytes(n));
+  GuardedBuffer<unsigned char> d_temp(scan_decoupled_temp_bytes(n));
+  cudalab::poison(d_temp);
   for (int call = 0; call < 5; ++call) {
     const Kind kind = call % 2 == 0 ? Kind::kExclusive : Kind::kInclusive;
-    expect_scan(n, kSeed + 100 + call, kind, n, [&](const int* d_in, int* d_out) {
-      if (kind == Kind::kExclusive) {
-        exclusive_scan_decoupled(d_in, d_out, n, d_temp.data());
-      } else {
-        inclusive_scan_decoupled(d_in, d_out, n, d_temp.data());
-      }
-    });
+    expect_scan(
+        n, kSeed + 100 + call, kind, n,
+        [&](const int* d_in, int* d_out) {
+          if (kind == Kind::kExclusive) {
+            exclusive_scan_decoupled(d_in, d_out, n, d_temp.data());
+          } else {
+            inclusive_scan_decoupled(d_in, d_out, n, d_temp.data());
+          }
+        },
+        &d_temp);
     if (HasFailure()) {
       ADD_FAILURE() << "call " << call + 1 << " of 5 with the same scratch went wrong";
       break;
     }
   }
+}
+
+// --- Above 2^32 items: 64-bit indexing --------------------------------------------------------------
+
+// n is a size_t: a tile's first index computed in 32 bits (blockIdx.x * tile_size) wraps around once
+// the array has 2^32 items or more. Holding that many ints twice (input and output) takes 32 GiB, more
+// than a test binary may take of a shared GPU, so the input repeats one physical chunk: the driver's
+// virtual memory management maps the same kAliasChunkBytes of device memory again and again into one
+// range of addresses. The kernels see an ordinary read-only array of n ints whose values repeat every
+// kAliasChunkBytes / 4 items (the contract's cudaMalloc'd pointers are 256-byte aligned; these are
+// 2 MiB aligned). Only the output is real memory: 16 GiB.
+constexpr std::size_t kHugeScanItems = (std::size_t{1} << 32) + 12345;
+constexpr std::size_t kAliasChunkBytes = std::size_t{256} << 20;
+
+// A driver API function, found through the CUDA runtime (the test binaries do not link libcuda, so
+// that they start on a machine without a driver).
+template <class Fn>
+Fn driver_function(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    throw std::runtime_error(std::string("the CUDA driver has no ") + name);
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+void driver_check(CUresult result, const char* what) {
+  if (result != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + " failed with CUresult " + std::to_string(result));
+}
+
+class AliasedInput {
+ public:
+  explicit AliasedInput(std::size_t count) {
+    CUDA_CHECK(cudaFree(nullptr));  // the runtime's context is current: the driver calls below use it
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    std::size_t granularity = 0;
+    driver_check(driver_function<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity")(
+                     &granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                 "cuMemGetAllocationGranularity");
+    chunk_ = cudalab::ceil_div(kAliasChunkBytes, granularity) * granularity;
+    range_ = cudalab::ceil_div(count * sizeof(int), chunk_) * chunk_;
+    driver_check(driver_function<decltype(&cuMemCreate)>("cuMemCreate")(&handle_, chunk_, &prop, 0), "cuMemCreate");
+    created_ = true;
+    driver_check(driver_function<decltype(&cuMemAddressReserve)>("cuMemAddressReserve")(&base_, range_, chunk_, 0, 0),
+                 "cuMemAddressReserve");
+    auto map = driver_function<decltype(&cuMemMap)>("cuMemMap");
+    for (std::size_t offset = 0; offset < range_; offset += chunk_) {
+      driver_check(map(base_ + offset, chunk_, 0, handle_, 0), "cuMemMap");
+      mapped_ = offset + chunk_;
+    }
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    driver_check(driver_function<decltype(&cuMemSetAccess)>("cuMemSetAccess")(base_, range_, &access, 1),
+                 "cuMemSetAccess");
+  }
+  AliasedInput(const AliasedInput&) = delete;
+  AliasedInput& operator=(const AliasedInput&) = delete;
+  ~AliasedInput() {  // never throws
+    cudaDeviceSynchronize();
+    if (mapped_ > 0) driver_function<decltype(&cuMemUnmap)>("cuMemUnmap")(base_, mapped_);
+    if (base_ != 0) driver_function<decltype(&cuMemAddressFree)>("cuMemAddressFree")(base_, range_);
+    if (created_) driver_function<decltype(&cuMemRelease)>("cuMemRelease")(handle_);
+  }
+
+  int* data() const { return reinterpret_cast<int*>(base_); }
+  std::size_t chunk_items() const { return chunk_ / sizeof(int); }  // the period of the values
+
+ private:
+  CUdeviceptr base_ = 0;
+  std::size_t chunk_ = 0, range_ = 0, mapped_ = 0;
+  CUmemGenericAllocationHandle handle_{};
+  bool created_ = false;
+};
+
+// 1 with probability 1/8, else 0: the sum of 2^32 + 12345 of them stays far below 2^31 (about 2^29), so
+// no scan overflows int32.
+struct SparseOne {
+  __host__ __device__ int operator()(int v) const { return v == 7 ? 1 : 0; }
+};
+
+// Counts the items where out is not the scan of in, and finds the first: out is an inclusive scan
+// exactly when out[0] = in[0] and out[i] = out[i - 1] + in[i] (exclusive: out[0] = 0 and
+// out[i] = out[i - 1] + in[i - 1]), so no reference array is needed. Unsigned arithmetic: a wrong
+// out[i - 1] (the poison) must not overflow a signed int.
+__global__ void count_scan_errors(const int* in, const int* out, std::size_t n, bool inclusive,
+                                  unsigned long long* errors, unsigned long long* first) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const unsigned before = i == 0 ? 0u : static_cast<unsigned>(out[i - 1]);
+    const unsigned add = inclusive ? static_cast<unsigned>(in[i]) : (i == 0 ? 0u : static_cast<unsigned>(in[i - 1]));
+    if (static_cast<unsigned>(out[i]) != before + add) {
+      atomicAdd(errors, 1ull);
+      atomicMin(first, static_cast<unsigned long long>(i));
+    }
+  }
+}
+
+// Scans kHugeScanItems ints (a repeating input, see AliasedInput) and checks every output item on the
+// GPU, and the guards around the output and the scratch.
+void expect_huge_scan(Kind kind, std::size_t temp_bytes, const std::function<void(const int*, int*, void*)>& scan) {
+  const std::size_t n = kHugeScanItems;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::size_t needed = n * sizeof(int) + kAliasChunkBytes + temp_bytes + (std::size_t{1} << 30);
+  if (free_bytes < needed) {
+    CUDALAB_SKIP("not enough free device memory for a scan of " << n << " ints: it needs " << (needed >> 20)
+                 << " MiB, " << (free_bytes >> 20) << " MiB are free");
+  }
+  AliasedInput d_in(n);
+  cudalab::random_fill(d_in.data(), d_in.chunk_items(), kSeed + 13, 1, 7);  // the chunk, through its first mapping
+  thrust::transform(thrust::device, d_in.data(), d_in.data() + d_in.chunk_items(), d_in.data(), SparseOne{});
+  GuardedBuffer<int> d_out(n);
+  cudalab::poison(d_out);
+  GuardedBuffer<unsigned char> d_temp(temp_bytes);
+  cudalab::poison(d_temp);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  scan(d_in.data(), d_out.data(), d_temp.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  DeviceBuffer<unsigned long long> d_errors(std::vector<unsigned long long>{0, ~0ull});
+  count_scan_errors<<<4096, 256>>>(d_in.data(), d_out.data(), n, kind == Kind::kInclusive, d_errors.data(),
+                                   d_errors.data() + 1);
+  CUDA_CHECK_LAST();
+  const std::vector<unsigned long long> errors = d_errors.to_host();
+  EXPECT_EQ(errors[0], 0u) << (kind == Kind::kInclusive ? "inclusive" : "exclusive") << " scan of n = " << n
+                           << " (more than 2^32 items): " << errors[0] << " item(s) wrong, the first at index "
+                           << errors[1] << " (item 2^32 is index 4294967296). Do your kernels compute "
+                           << "indices in 64 bits (std::size_t) everywhere?";
+  EXPECT_TRUE(d_out.guards_intact("the output")) << "n = " << n;
+  EXPECT_TRUE(d_temp.guards_intact("the scratch (d_temp)")) << "n = " << n;
+}
+
+class ScanHugeCorrectness : public cudalab::GpuTest {};
+
+TEST_F(ScanHugeCorrectness, Propagate) {
+  CUDALAB_SKIP_IF_LARGE(kHugeScanItems);
+  expect_huge_scan(Kind::kInclusive, scan_temp_bytes(kHugeScanItems), [](const int* d_in, int* d_out, void* d_temp) {
+    inclusive_scan(d_in, d_out, kHugeScanItems, d_temp);
+  });
+}
+
+TEST_F(ScanHugeCorrectness, Decoupled) {
+  CUDALAB_SKIP_IF_LARGE(kHugeScanItems);
+  expect_huge_scan(Kind::kExclusive, scan_decoupled_temp_bytes(kHugeScanItems),
+                   [](const int* d_in, int* d_out, void* d_temp) {
+                     exclusive_scan_decoupled(d_in, d_out, kHugeScanItems, d_temp);
+                   });
 }
 
 // --- Perf ----------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
+#include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
 
 #include "histogram.cuh"
@@ -31,6 +33,7 @@ namespace {
 
 using cudalab::AllEqual;
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 
 constexpr std::uint64_t kSeed = 8008;
 constexpr unsigned char kHotValue = 0xB7;  // the only byte of the hot-bin input: not 0, not 255
@@ -136,13 +139,41 @@ const ByteInput& input_for(Dist d, std::size_t n) {
 
 using HistogramFn = void (*)(const unsigned char*, std::size_t, unsigned int*);
 
-// Runs fn on a fresh device copy of the input with poisoned bins (0xA5A5A5A5), returns the bins.
+// Fills the shared memory of every SM with junk. Shared memory is not cleared between kernels, so the
+// next kernel finds junk where it did not zero its own private bins, on every run, not only when an
+// earlier test happened to leave counts behind.
+__global__ void dirty_shared_memory_kernel(std::size_t words) {
+  extern __shared__ unsigned int s_junk[];
+  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) s_junk[i] = 0xA5A5A5A5u ^ static_cast<unsigned>(i * 2654435761u);
+}
+
+void dirty_shared_memory() {
+  static const int bytes = [] {
+    int device = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUDA_CHECK(cudaFuncSetAttribute(dirty_shared_memory_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    return optin;
+  }();
+  // Two blocks per SM, each as large as a block's shared memory may be: every SM gets at least one.
+  dirty_shared_memory_kernel<<<2 * cudalab::sm_count(), 1024, bytes>>>(bytes / sizeof(unsigned int));
+  CUDA_CHECK_LAST();
+}
+
+// Runs fn on a fresh device copy of the input with poisoned bins (0xA5A5A5A5) and junk in shared
+// memory, returns the bins. The input and the bins are GuardedBuffers: a write outside the 256 bins (or
+// into the input) fails the test, and a byte read past the end of the input is junk, not a zero.
 std::vector<unsigned int> run_histogram(HistogramFn fn, const std::vector<unsigned char>& in) {
-  DeviceBuffer<unsigned char> d_in(in);
-  DeviceBuffer<unsigned int> d_bins(kNumBins);
+  GuardedBuffer<unsigned char> d_in(in);
+  GuardedBuffer<unsigned int> d_bins(kNumBins);
   cudalab::poison(d_bins);
+  dirty_shared_memory();
+  CUDA_CHECK(cudaDeviceSynchronize());  // input, poison and junk in place, whatever stream fn uses
   fn(d_in.data(), in.size(), d_bins.data());
   CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(d_bins.guards_intact("the 256 bins")) << "n = " << in.size();
+  EXPECT_TRUE(d_in.guards_intact("the input")) << "n = " << in.size();
+  EXPECT_TRUE(d_in.to_host() == in) << "the histogram must not modify its input; n = " << in.size();
   return d_bins.to_host();
 }
 
@@ -250,17 +281,21 @@ TEST_P(HistogramTextCorrectness, Letters) {
   CUDALAB_SKIP_IF_LARGE(c.n);
   const std::uint64_t seed = kSeed + 3 * c.n + static_cast<int>(c.text);
   const auto text = generate_text(c.text, c.n, seed);
-  DeviceBuffer<char> d_text(text);
-  DeviceBuffer<unsigned int> d_bins(kTextBins);
+  GuardedBuffer<char> d_text(text);
+  GuardedBuffer<unsigned int> d_bins(kTextBins);
   cudalab::poison(d_bins);
+  dirty_shared_memory();
+  CUDA_CHECK(cudaDeviceSynchronize());
   histogram_text(d_text.data(), text.size(), d_bins.data());
   CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(AllEqual(cpu_text_histogram(text), d_bins.to_host(), seed))
       << "bins: a-d, e-h, i-l, m-p, q-t, u-x, y-z; n = " << c.n;
+  EXPECT_TRUE(d_bins.guards_intact("the 7 text bins")) << "n = " << c.n;
+  EXPECT_TRUE(d_text.guards_intact("the text")) << "n = " << c.n;
 }
 
 std::vector<TextCase> text_cases() {
-  std::vector<TextCase> cases;
+  std::vector<TextCase> cases{{Text::kMixed, 0}};  // 0: the bins must still be zeroed
   for (Text t : {Text::kMixed, Text::kEdges, Text::kShout}) {
     for (std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{257}, std::size_t{4099}, std::size_t{65531},
                           (std::size_t{1} << 20) + 3, (std::size_t{1} << 24) + 1}) {
@@ -276,6 +311,90 @@ std::string text_case_name(const ::testing::TestParamInfo<TextCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, HistogramTextCorrectness, ::testing::ValuesIn(text_cases()), text_case_name);
+
+// --- Above 2^31 bytes: 64-bit indexing --------------------------------------------------------------
+
+// n is a size_t: an index computed in int (blockIdx.x * blockDim.x + threadIdx.x) overflows past 2^31
+// bytes. 2^31 + 4099 uniform bytes (a tail of 3 after the whole uint4), made on the GPU; the expected
+// bins come from cub::DeviceHistogram::HistogramEven, which takes an int count, in pieces of 2^30.
+constexpr std::size_t kHugeBytes = (std::size_t{1} << 31) + 4099;
+constexpr std::size_t kCubPiece = std::size_t{1} << 30;
+
+class HistogramHugeCorrectness : public cudalab::GpuTest {
+ protected:
+  void SetUp() override {
+    cudalab::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    CUDALAB_SKIP_IF_LARGE(kHugeBytes);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t needed = kHugeBytes + (std::size_t{1} << 30);
+    if (free_bytes < needed) {
+      CUDALAB_SKIP("not enough free device memory for " << kHugeBytes << " bytes: it needs " << (needed >> 20)
+                   << " MiB, " << (free_bytes >> 20) << " MiB are free");
+    }
+  }
+
+  // The input (uniform bytes) and its byte histogram.
+  std::vector<unsigned int> make_input(GuardedBuffer<unsigned char>& d_in) {
+    cudalab::random_fill<unsigned char>(d_in.data(), d_in.size(), kSeed + 31, 0, 255);
+    std::size_t temp_bytes = 0;
+    DeviceBuffer<unsigned int> d_piece_bins(kNumBins);
+    CUDA_CHECK(cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, d_in.data(), d_piece_bins.data(), kNumBins + 1,
+                                                   0, kNumBins, static_cast<int>(kCubPiece)));
+    DeviceBuffer<unsigned char> d_temp(std::max<std::size_t>(temp_bytes, 1));
+    std::vector<unsigned int> expected(kNumBins, 0);
+    for (std::size_t begin = 0; begin < d_in.size(); begin += kCubPiece) {
+      const auto count = static_cast<int>(std::min(kCubPiece, d_in.size() - begin));
+      std::size_t bytes = temp_bytes;
+      CUDA_CHECK(cub::DeviceHistogram::HistogramEven(d_temp.data(), bytes, d_in.data() + begin, d_piece_bins.data(),
+                                                     kNumBins + 1, 0, kNumBins, count));
+      const std::vector<unsigned int> piece = d_piece_bins.to_host();
+      for (int b = 0; b < kNumBins; ++b) expected[b] += piece[b];
+    }
+    const std::uint64_t counted = std::accumulate(expected.begin(), expected.end(), std::uint64_t{0});
+    EXPECT_EQ(counted, d_in.size()) << "cub::DeviceHistogram did not count every byte: the test's reference is wrong";
+    return expected;
+  }
+
+  void check(HistogramFn fn, const char* name) {
+    GuardedBuffer<unsigned char> d_in(kHugeBytes);
+    const std::vector<unsigned int> expected = make_input(d_in);
+    GuardedBuffer<unsigned int> d_bins(kNumBins);
+    cudalab::poison(d_bins);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    fn(d_in.data(), kHugeBytes, d_bins.data());
+    CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(AllEqual(expected, d_bins.to_host(), kSeed + 31))
+        << name << " on " << kHugeBytes << " uniform bytes (more than 2^31): do your kernels compute indices in "
+        << "64 bits (std::size_t) everywhere?";
+    EXPECT_TRUE(d_bins.guards_intact("the 256 bins"));
+    EXPECT_TRUE(d_in.guards_intact("the input"));
+  }
+};
+
+TEST_F(HistogramHugeCorrectness, Global) { check(histogram_global, "histogram_global"); }
+TEST_F(HistogramHugeCorrectness, Shared) { check(histogram_shared, "histogram_shared"); }
+TEST_F(HistogramHugeCorrectness, Coarsened) { check(histogram_coarsened, "histogram_coarsened"); }
+TEST_F(HistogramHugeCorrectness, Fast) { check(histogram_fast, "histogram_fast"); }
+
+// The text histogram of the same bytes: the letters among them, folded from the byte histogram.
+TEST_F(HistogramHugeCorrectness, Text) {
+  GuardedBuffer<unsigned char> d_in(kHugeBytes);
+  const std::vector<unsigned int> bytes = make_input(d_in);
+  std::vector<unsigned int> expected(kTextBins, 0);
+  for (int c = 'a'; c <= 'z'; ++c) expected[(c - 'a') / 4] += bytes[c] + bytes[c - 'a' + 'A'];
+  GuardedBuffer<unsigned int> d_bins(kTextBins);
+  cudalab::poison(d_bins);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  histogram_text(reinterpret_cast<const char*>(d_in.data()), kHugeBytes, d_bins.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(AllEqual(expected, d_bins.to_host(), kSeed + 31))
+      << "histogram_text on " << kHugeBytes << " uniform bytes (more than 2^31): do your kernels compute indices "
+      << "in 64 bits (std::size_t) everywhere?";
+  EXPECT_TRUE(d_bins.guards_intact("the 7 text bins"));
+  EXPECT_TRUE(d_in.guards_intact("the text"));
+}
 
 // --- Perf ----------------------------------------------------------------------------------------
 
