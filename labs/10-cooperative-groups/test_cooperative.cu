@@ -17,6 +17,7 @@
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
 #include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
 
@@ -48,12 +49,19 @@ __global__ void sync_loop_kernel(int rounds) {
   const cg::grid_group grid = cg::this_grid();
   for (int r = 0; r < rounds; ++r) grid.sync();
 }
+// Fills all the dynamic shared memory a block may have with `word`: launched on every SM just before
+// the code under test, it leaves junk (a NaN) wherever that code reads shared memory it never wrote.
+__global__ void scribble_shared_kernel(unsigned word, unsigned words) {
+  extern __shared__ unsigned s_scribble[];
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s_scribble[i] = word;
+}
 
 namespace {
 
 using cudalab::AllEqual;
 using cudalab::AllNear;
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 
 constexpr std::uint64_t kSeed = 1010;
 constexpr int kGroup = 32;  // values per tile / vote group
@@ -61,7 +69,40 @@ constexpr int kGroup = 32;  // values per tile / vote group
 // Sizes that are not multiples of 32 (and some that are), many blocks, and a large size.
 const std::vector<std::size_t> kSizes = {1, 31, 32, 33, 255, 257, 1000, 50001, (1u << 20) + 3, (1u << 24) + 5};
 
+// The same sizes and n = 0 (tasks 1-3 accept an empty input: nothing may be launched or written).
+std::vector<std::size_t> with_zero(std::vector<std::size_t> sizes) {
+  sizes.insert(sizes.begin(), 0);
+  return sizes;
+}
+
 std::size_t groups(std::size_t n) { return cudalab::ceil_div<std::size_t>(n, kGroup); }
+
+// Leaves a NaN in every word of shared memory on every SM, so a block that reads a shared slot it never
+// wrote (a missing barrier, a slot past the end of its array) adds a NaN instead of a leftover that may
+// happen to be right. Kernels of the lab do not clear their shared memory; this makes sure of it.
+constexpr unsigned kSharedJunk = 0xFFFFFFFFu;  // a float NaN
+void scribble_shared_memory() {
+  int device = 0, max_dynamic = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&max_dynamic, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
+  constexpr int kWaves = 4;  // one block fills an SM's shared memory; several waves reach every SM
+  scribble_shared_kernel<<<kWaves * sms, 1024, max_dynamic>>>(kSharedJunk,
+                                                              static_cast<unsigned>(max_dynamic / sizeof(unsigned)));
+  CUDA_CHECK_LAST();
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// A partials buffer as the contract sizes it, guarded, every slot a NaN: a block that reads a partial
+// before its block stored it (no grid-wide barrier) gets a NaN, not a value left by an earlier call.
+struct Partials {
+  GuardedBuffer<float> buffer{coop_partials_capacity()};
+  float* poisoned() {
+    cudalab::poison(buffer);
+    return buffer.data();
+  }
+};
 
 // Summing positive floats where no value goes through more than d roundings: relative error at most
 // d*u / (1 - d*u), u = 2^-24 (Higham, section 4.2). d = tree depth + 64 serial adds per thread.
@@ -75,6 +116,8 @@ double relative_tolerance(std::size_t n) {
 
 class CoopTileCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
 
+// Input and output are guarded: a lane that reads past the end adds junk, a write past the last tile
+// sum (or before the first) changes a guard.
 TEST_P(CoopTileCorrectness, TileSums) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
@@ -82,18 +125,22 @@ TEST_P(CoopTileCorrectness, TileSums) {
   const auto h_in = cudalab::random_vector<int>(n, seed, 1, 1000);
   std::vector<int> expected(groups(n), 0);
   for (std::size_t i = 0; i < n; ++i) expected[i / kGroup] += h_in[i];
-  DeviceBuffer<int> d_in(h_in), d_out(groups(n));
+  GuardedBuffer<int> d_in(h_in), d_out(groups(n));
   cudalab::poison(d_out);
   tile_sums(d_in.data(), d_out.data(), n);
   CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(AllEqual(expected, d_out.to_host(), seed)) << "one sum per 32 values, n = " << n;
+  EXPECT_TRUE(d_out.guards_intact("the tile sums"));
+  EXPECT_TRUE(d_in.guards_intact("the input (read only)"));
 }
-INSTANTIATE_TEST_SUITE_P(, CoopTileCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+INSTANTIATE_TEST_SUITE_P(, CoopTileCorrectness, ::testing::ValuesIn(with_zero(kSizes)), cudalab::SizeName());
 
 // --- Task 2: block sums ----------------------------------------------------------------------------
 
 class CoopBlockCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
 
+// Shared memory holds NaNs before the call: reading a tile sum that is not stored yet (a missing
+// block.sync()) or a slot past the kTilesPerBlock sums makes the block's sum a NaN.
 TEST_P(CoopBlockCorrectness, BlockSums) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
@@ -102,24 +149,29 @@ TEST_P(CoopBlockCorrectness, BlockSums) {
   const std::size_t blocks = cudalab::ceil_div<std::size_t>(n, kBlockItems);
   std::vector<double> expected(blocks, 0.0);
   for (std::size_t i = 0; i < n; ++i) expected[i / kBlockItems] += h_in[i];
-  DeviceBuffer<float> d_in(h_in), d_out(blocks);
+  GuardedBuffer<float> d_in(h_in), d_out(blocks);
   cudalab::poison(d_out);
+  scribble_shared_memory();
   block_sums(d_in.data(), d_out.data(), n);
   CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(AllNear(expected, d_out.to_host(), {relative_tolerance(kBlockItems), 0.0}, seed))
       << "one sum per " << kBlockItems << " values, n = " << n;
+  EXPECT_TRUE(d_out.guards_intact("the block sums"));
+  EXPECT_TRUE(d_in.guards_intact("the input (read only)"));
 }
-INSTANTIATE_TEST_SUITE_P(, CoopBlockCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+INSTANTIATE_TEST_SUITE_P(, CoopBlockCorrectness, ::testing::ValuesIn(with_zero(kSizes)), cudalab::SizeName());
 
 // --- Task 3: warp vote -----------------------------------------------------------------------------
 
 constexpr float kThreshold = 0.5f;
 
 // Values in [0, 1) arranged so that every vote outcome occurs, group by group (g = index / 32):
-// g % 4 == 0: every value above the threshold; 1: none; 2: exactly one, at a random lane;
-// 3: random. The last group (often short) is all above: lanes past the end must not veto "all".
+// g % 4 == 0: every value above the threshold; 1: none, and one of them exactly at the threshold (not
+// above it); 2: exactly one above, at a random lane; 3: random, with one value exactly at the threshold.
+// The last group (often short) is all above: lanes past the end must not veto "all".
 std::vector<float> vote_input(std::size_t n, std::uint64_t seed) {
   auto v = cudalab::random_vector<float>(n, seed, 0.0f, 1.0f);
+  if (n == 0) return v;
   cudalab::Rng rng(seed + 1);
   const std::size_t last = groups(n) - 1;
   for (std::size_t g = 0; g <= last; ++g) {
@@ -131,6 +183,7 @@ std::vector<float> vote_input(std::size_t n, std::uint64_t seed) {
       if (pattern == 0) v[i] = 0.51f + 0.48f * r;
       if (pattern == 1 || pattern == 2) v[i] = 0.49f * r;
       if (pattern == 2 && i == lucky) v[i] = 0.51f + 0.48f * r;
+      if ((pattern == 1 || pattern == 3) && i == lucky) v[i] = kThreshold;  // equal is not above
     }
   }
   return v;
@@ -138,6 +191,19 @@ std::vector<float> vote_input(std::size_t n, std::uint64_t seed) {
 
 class CoopVoteCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
  protected:
+  void check_count(const std::vector<float>& h_in, float threshold, std::uint64_t seed, const char* what) {
+    const std::size_t n = h_in.size();
+    unsigned int expected = 0;
+    for (float x : h_in) expected += x > threshold ? 1 : 0;
+    GuardedBuffer<float> d_in(h_in);
+    GuardedBuffer<unsigned int> d_count(1);
+    cudalab::poison(d_count);  // count_above must set the count itself
+    count_above(d_in.data(), n, threshold, d_count.data());
+    CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(AllEqual(std::vector<unsigned int>{expected}, d_count.to_host(), seed))
+        << "values above " << threshold << " among n = " << n << " (the count must be exact), " << what;
+    EXPECT_TRUE(d_count.guards_intact("the count"));
+  }
   void check_any_all(float threshold, const char* what) {
     const std::size_t n = GetParam();
     CUDALAB_SKIP_IF_LARGE(n);
@@ -149,31 +215,32 @@ class CoopVoteCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
       any[i / kGroup] |= above ? 1 : 0;
       all[i / kGroup] &= above ? 1 : 0;
     }
-    DeviceBuffer<float> d_in(h_in);
-    DeviceBuffer<int> d_any(groups(n)), d_all(groups(n));
+    GuardedBuffer<float> d_in(h_in);
+    GuardedBuffer<int> d_any(groups(n)), d_all(groups(n));
     cudalab::poison(d_any);
     cudalab::poison(d_all);
     warp_any_all(d_in.data(), n, threshold, d_any.data(), d_all.data());
     CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_TRUE(AllEqual(any, d_any.to_host(), seed)) << "d_any (1 if some value of the group is above), " << what;
     EXPECT_TRUE(AllEqual(all, d_all.to_host(), seed)) << "d_all (1 if every value of the group is above), " << what;
+    EXPECT_TRUE(d_any.guards_intact("d_any"));
+    EXPECT_TRUE(d_all.guards_intact("d_all"));
   }
 };
 
+// n = 0 included: the count is still set, to 0.
 TEST_P(CoopVoteCorrectness, CountAbove) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
   const std::uint64_t seed = kSeed + 3 * n;
-  const auto h_in = vote_input(n, seed);
-  unsigned int expected = 0;
-  for (float x : h_in) expected += x > kThreshold ? 1 : 0;
-  DeviceBuffer<float> d_in(h_in);
-  DeviceBuffer<unsigned int> d_count(1);
-  cudalab::poison(d_count);  // count_above must set the count itself
-  count_above(d_in.data(), n, kThreshold, d_count.data());
-  CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(AllEqual(std::vector<unsigned int>{expected}, d_count.to_host(), seed))
-      << "values above " << kThreshold << " among n = " << n << " (the count must be exact)";
+  check_count(vote_input(n, seed), kThreshold, seed, "threshold 0.5: some values are exactly 0.5");
+}
+
+// Every value exactly at the threshold: none is above it.
+TEST_P(CoopVoteCorrectness, CountAboveAllAtThreshold) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  check_count(std::vector<float>(n, kThreshold), kThreshold, kSeed, "every value equals the threshold");
 }
 
 TEST_P(CoopVoteCorrectness, AnyAll) { check_any_all(kThreshold, "threshold 0.5: every outcome occurs"); }
@@ -181,7 +248,7 @@ TEST_P(CoopVoteCorrectness, AnyAll) { check_any_all(kThreshold, "threshold 0.5: 
 // Nothing is above 2: "any" is 0 everywhere, so lanes past the end must not vote true either.
 TEST_P(CoopVoteCorrectness, AnyAllNoneAbove) { check_any_all(2.0f, "threshold 2: no value is above it"); }
 
-INSTANTIATE_TEST_SUITE_P(, CoopVoteCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
+INSTANTIATE_TEST_SUITE_P(, CoopVoteCorrectness, ::testing::ValuesIn(with_zero(kSizes)), cudalab::SizeName());
 
 // --- Task 4: the cooperative grid size -------------------------------------------------------------
 
@@ -243,6 +310,9 @@ TEST_F(CoopGridSizeCorrectness, FullGridLaunchesAndMeets) {
 
 class CoopReduceCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
 
+// Three calls on the same buffers: nothing may depend on state left by a previous call. Before each,
+// every partial is a NaN and shared memory holds NaNs: a block that adds partials before every block
+// has stored its own (no grid-wide barrier) gets a NaN, not the right value from the call before.
 TEST_P(CoopReduceCorrectness, Sum) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
@@ -250,13 +320,20 @@ TEST_P(CoopReduceCorrectness, Sum) {
   const auto h_in = cudalab::random_vector<float>(n, seed, 1.0f, 2.0f);
   double expected = 0;
   for (float x : h_in) expected += x;
-  DeviceBuffer<float> d_in(h_in), d_out(1), d_partials(coop_partials_capacity());
-  for (int call = 0; call < 2; ++call) {  // twice: nothing may depend on state left by a previous call
+  GuardedBuffer<float> d_in(h_in), d_out(1);
+  Partials partials;
+  constexpr int kCalls = 3;
+  for (int call = 0; call < kCalls; ++call) {
     cudalab::poison(d_out);
-    coop_reduce(d_in.data(), d_out.data(), n, d_partials.data());
+    float* d_partials = partials.poisoned();
+    scribble_shared_memory();
+    coop_reduce(d_in.data(), d_out.data(), n, d_partials);
     CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT_TRUE(cudalab::Near(expected, d_out.to_host()[0], {relative_tolerance(n), 0.0}, seed))
         << "sum of n = " << n << " values in [1, 2), call " << call + 1;
+    EXPECT_TRUE(d_out.guards_intact("the sum"));
+    EXPECT_TRUE(partials.buffer.guards_intact("d_partials (one slot per block of a resident grid)"));
+    EXPECT_TRUE(d_in.guards_intact("the input (read only)"));
   }
 }
 INSTANTIATE_TEST_SUITE_P(, CoopReduceCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
@@ -266,7 +343,8 @@ INSTANTIATE_TEST_SUITE_P(, CoopReduceCorrectness, ::testing::ValuesIn(kSizes), c
 class CoopSubtractMeanCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
 
 // Values in [1, 2): the mean is about 1.5, and the outputs spread around 0. n = 1 is left out (its
-// output is exactly 0, which proves nothing).
+// output is exactly 0, which proves nothing). Partials and shared memory hold NaNs before the call,
+// as in task 5: a mean read before it is shared (a missing block.sync()) is a NaN.
 TEST_P(CoopSubtractMeanCorrectness, SubtractMean) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
@@ -277,14 +355,20 @@ TEST_P(CoopSubtractMeanCorrectness, SubtractMean) {
   mean /= static_cast<double>(n);
   std::vector<double> expected(n);
   for (std::size_t i = 0; i < n; ++i) expected[i] = h_in[i] - mean;
-  DeviceBuffer<float> d_in(h_in), d_out(n), d_partials(coop_partials_capacity());
+  GuardedBuffer<float> d_in(h_in), d_out(n);
+  Partials partials;
   cudalab::poison(d_out);
-  subtract_mean(d_in.data(), d_out.data(), n, d_partials.data());
+  float* d_partials = partials.poisoned();
+  scribble_shared_memory();
+  subtract_mean(d_in.data(), d_out.data(), n, d_partials);
   CUDA_CHECK(cudaDeviceSynchronize());
   // The float mean is off by at most mean * (sum tolerance + one division); the subtraction rounds once.
   const double abs_tol = mean * (relative_tolerance(n) + 0x1p-23) + 0x1p-24;
   EXPECT_TRUE(AllNear(expected, d_out.to_host(), {0.0, abs_tol}, seed))
       << "d_out[i] = d_in[i] - mean, n = " << n << ", mean = " << mean;
+  EXPECT_TRUE(d_out.guards_intact("the output"));
+  EXPECT_TRUE(partials.buffer.guards_intact("d_partials (one slot per block of a resident grid)"));
+  EXPECT_TRUE(d_in.guards_intact("the input (read only)"));
 }
 const std::vector<std::size_t> kMeanSizes = {2, 31, 33, 255, 1000, 50001, (1u << 20) + 3, (1u << 24) + 5};
 INSTANTIATE_TEST_SUITE_P(, CoopSubtractMeanCorrectness, ::testing::ValuesIn(kMeanSizes), cudalab::SizeName());

@@ -30,14 +30,36 @@
 #include <cudalab/device_compare.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
+#include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
 
 #include "quicksort.cuh"
+
+// Fills `words` words of dynamic shared memory with `word`. Launched on every SM just before a block
+// sort, it leaves a known value wherever the sort reads shared memory it never wrote.
+__global__ void scribble_shared_kernel(unsigned word, unsigned words) {
+  extern __shared__ unsigned s_scribble[];
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s_scribble[i] = word;
+}
+
+// Reads in[i] through L2 for the i whose offset in a 1024-key row is below 512: afterwards those keys
+// are in L2 and the others are not (after flush_l2), so threads 0-511 of a 1024-thread block that copy
+// in[i], i = tid + 1024 k, find theirs in L2 and run ahead of threads 512-1023, which wait for DRAM.
+__global__ void warm_half_rows_kernel(const unsigned* in, std::size_t n, unsigned* sink) {
+  unsigned x = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if (i % 1024 < 512) x ^= __ldcg(in + i);
+  }
+  if (x == 0x9E3779B9u) *sink = x;  // keeps the loads; practically never true
+}
 
 namespace {
 
 using cudalab::AllEqual;
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 
 constexpr std::uint64_t kSeed = 11011;
 constexpr std::size_t kDefaultPendingLaunches = 2048;  // the device runtime's default pool
@@ -110,28 +132,52 @@ unsigned key_at(const DeviceBuffer<unsigned>& d_keys, std::size_t i) {
   return key;
 }
 
+// A device copy of a guarded array (for DeviceAllEqual).
+DeviceBuffer<unsigned> copy_of(const GuardedBuffer<unsigned>& d_keys) { return copy_of(d_keys.data(), d_keys.size()); }
+
+// Shared memory on every SM set to 0, below every key make_keys makes: a block sort that compares a
+// slot it never loaded (past the end, or before the loads are complete) swaps a 0 into its output.
+void scribble_shared_memory() {
+  int device = 0, max_dynamic = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&max_dynamic, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
+  constexpr int kWaves = 4;  // one block fills an SM's shared memory; several waves reach every SM
+  scribble_shared_kernel<<<kWaves * sms, 1024, max_dynamic>>>(0u, static_cast<unsigned>(max_dynamic / sizeof(unsigned)));
+  CUDA_CHECK_LAST();
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // --- Task 1: block sort ----------------------------------------------------------------------------
 
 // Around warp and block-size boundaries and up to kBlockSortMax (8192), including non-powers of two,
-// which the network must handle without touching slots past n.
-const std::vector<std::size_t> kBlockSizes = {1, 2, 31, 32, 33, 1000, 1024, 1025, 4097, 8191, 8192};
+// which the network must handle without touching slots past n; n = 0 must write nothing.
+const std::vector<std::size_t> kBlockSizes = {0, 1, 2, 31, 32, 33, 1000, 1024, 1025, 4097, 8191, 8192};
 
 class BlockSortCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
  protected:
   void check(Pattern pattern, std::uint64_t seed) {
     const std::size_t n = GetParam();
-    const auto d_in = make_keys(n, pattern, seed);
-    const auto d_expected = sorted_copy(d_in.data(), n);  // taken before block_sort touches d_in
-    DeviceBuffer<unsigned> d_out(n);
+    const auto d_keys = make_keys(n, pattern, seed);
+    const auto d_expected = sorted_copy(d_keys.data(), n);
+    GuardedBuffer<unsigned> d_in(n), d_out(n);
+    if (n > 0) CUDA_CHECK(cudaMemcpy(d_in.data(), d_keys.data(), n * sizeof(unsigned), cudaMemcpyDeviceToDevice));
     cudalab::poison(d_out);
+    scribble_shared_memory();
     block_sort(d_in.data(), d_out.data(), static_cast<int>(n));
     CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_TRUE(cudalab::DeviceAllEqual(d_expected, d_out, seed)) << "block_sort of n = " << n;
+    EXPECT_TRUE(cudalab::DeviceAllEqual(d_expected, copy_of(d_out), seed)) << "block_sort of n = " << n;
+    EXPECT_TRUE(cudalab::DeviceAllEqual(d_keys, copy_of(d_in), seed)) << "block_sort changed its input";
+    EXPECT_TRUE(d_out.guards_intact("the sorted keys"));
+    EXPECT_TRUE(d_in.guards_intact("the input (read only)"));
   }
 };
 
 TEST_P(BlockSortCorrectness, Random) { check(Pattern::kRandom, kSeed + GetParam()); }
+TEST_P(BlockSortCorrectness, Sorted) { check(Pattern::kSorted, kSeed + 4 * GetParam()); }
 TEST_P(BlockSortCorrectness, Reversed) { check(Pattern::kReversed, kSeed + 2 * GetParam()); }
+TEST_P(BlockSortCorrectness, AllEqual) { check(Pattern::kAllEqual, kSeed + 5 * GetParam()); }
 TEST_P(BlockSortCorrectness, FewUnique) { check(Pattern::kFewUnique, kSeed + 3 * GetParam()); }
 INSTANTIATE_TEST_SUITE_P(, BlockSortCorrectness, ::testing::ValuesIn(kBlockSizes), cudalab::SizeName());
 
@@ -158,10 +204,11 @@ DeviceBuffer<unsigned> sorted_side(const DeviceBuffer<unsigned>& d_keys, Side si
   const std::size_t n = d_in.size();
   const auto d_less = sorted_side(d_in, _1 < pivot);
   const auto d_greater = sorted_side(d_in, _1 > pivot);
-  DeviceBuffer<unsigned> d_out(n);
+  GuardedBuffer<unsigned> d_out(n);
   cudalab::poison(d_out);
   const Split split = partition_three_way(d_in.data(), d_out.data(), static_cast<int>(n), pivot);
   CUDA_CHECK(cudaDeviceSynchronize());
+  if (auto r = d_out.guards_intact("the partitioned keys"); !r) return r;
   if (split.less != static_cast<int>(d_less.size()) || split.greater != static_cast<int>(d_greater.size())) {
     return ::testing::AssertionFailure() << "partition_three_way returned less = " << split.less << ", greater = "
                                          << split.greater << "; expected " << d_less.size() << " and "
@@ -181,7 +228,7 @@ DeviceBuffer<unsigned> sorted_side(const DeviceBuffer<unsigned>& d_keys, Side si
 }
 
 // Tile (2048 keys) boundaries, many tiles, and 2^24 keys in 8192 blocks contending for two counters.
-const std::vector<std::size_t> kPartitionSizes = {2,    31,     32,          33,         1000,   2047,
+const std::vector<std::size_t> kPartitionSizes = {1, 2,    31,     32,          33,         1000,   2047,
                                                   2048, 2049, 100003, (1u << 20) + 3, 1u << 24};
 
 class PartitionCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
@@ -201,7 +248,7 @@ TEST_P(PartitionCorrectness, FewUnique) {
   auto d_keys = make_keys(n, Pattern::kFewUnique, kSeed + 6 * n);
   // Keys 0 and 1 become a low and a high key: even n = 2 has a key off the pivot.
   const unsigned ends[2] = {0x10000000u, 0xF0000000u};
-  CUDA_CHECK(cudaMemcpy(d_keys.data(), ends, sizeof(ends), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d_keys.data(), ends, std::min<std::size_t>(n, 2) * sizeof(unsigned), cudaMemcpyHostToDevice));
   const unsigned pivot = key_at(sorted_copy(d_keys.data(), n), n / 2);
   EXPECT_TRUE(check_partition(d_keys, pivot, kSeed + 6 * n));
 }
@@ -217,9 +264,30 @@ TEST_P(PartitionCorrectness, PivotAboveAll) {
   CUDALAB_SKIP_IF_LARGE(n);
   EXPECT_TRUE(check_partition(make_keys(n, Pattern::kRandom, kSeed + 8 * n), 0xFFFFFFFFu, kSeed + 8 * n));
 }
+// Sorted keys around their median: the less keys all come from the first tiles, the greater keys
+// from the last ones, so most blocks reserve slots on one side only.
+TEST_P(PartitionCorrectness, Sorted) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const auto d_keys = make_keys(n, Pattern::kSorted, kSeed + 9 * n);
+  EXPECT_TRUE(check_partition(d_keys, key_at(d_keys, n / 2), kSeed + 9 * n));
+}
+// Every key equals the pivot: both sides are empty and nothing needs to be written.
+TEST_P(PartitionCorrectness, AllEqualPivot) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  const auto d_keys = make_keys(n, Pattern::kAllEqual, kSeed);
+  EXPECT_TRUE(check_partition(d_keys, key_at(d_keys, 0), kSeed));
+}
 INSTANTIATE_TEST_SUITE_P(, PartitionCorrectness, ::testing::ValuesIn(kPartitionSizes), cudalab::SizeName());
 
 class PartitionEdgeCorrectness : public cudalab::GpuTest {};
+
+// No keys: {0, 0}, nothing launched (a grid of zero blocks is an error), nothing written.
+TEST_F(PartitionEdgeCorrectness, ZeroKeys) {
+  const DeviceBuffer<unsigned> d_none;
+  EXPECT_TRUE(check_partition(d_none, 0x80000000u, kSeed));
+}
 
 TEST_F(PartitionEdgeCorrectness, OneKey) {
   const DeviceBuffer<unsigned> d_key(std::vector<unsigned>{0x12345678u});
@@ -229,17 +297,21 @@ TEST_F(PartitionEdgeCorrectness, OneKey) {
 
 // --- Task 3: the quicksort -------------------------------------------------------------------------
 
-// Sorts a copy of d_keys with quicksort into a poisoned output and returns it; also checks that
-// quicksort left its input (the copy) unchanged. d_keys itself never reaches quicksort.
+// Sorts a copy of d_keys with quicksort into a poisoned, guarded output and returns a copy of it; also
+// checks that quicksort left its input (the copy) unchanged and wrote nothing outside either array.
+// d_keys itself never reaches quicksort.
 DeviceBuffer<unsigned> run_quicksort(const DeviceBuffer<unsigned>& d_keys, std::uint64_t seed,
                                      QuicksortOptions options = {}) {
   const std::size_t n = d_keys.size();
-  DeviceBuffer<unsigned> d_in = copy_of(d_keys.data(), n), d_out(n);
+  GuardedBuffer<unsigned> d_in(n), d_out(n);
+  if (n > 0) CUDA_CHECK(cudaMemcpy(d_in.data(), d_keys.data(), n * sizeof(unsigned), cudaMemcpyDeviceToDevice));
   cudalab::poison(d_out);
   quicksort(d_in.data(), d_out.data(), static_cast<int>(n), options);
   CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(cudalab::DeviceAllEqual(d_keys, d_in, seed)) << "quicksort changed its input, which is read-only";
-  return d_out;
+  EXPECT_TRUE(cudalab::DeviceAllEqual(d_keys, copy_of(d_in), seed)) << "quicksort changed its input, which is read-only";
+  EXPECT_TRUE(d_out.guards_intact("the sorted keys"));
+  EXPECT_TRUE(d_in.guards_intact("the input (read only)"));
+  return copy_of(d_out);
 }
 
 // Block-sort boundaries (8192), one level of partitions (100003), many levels (2^20 and 2^24 keys).
@@ -270,7 +342,7 @@ class QuicksortEdgeCorrectness : public cudalab::GpuTest {};
 
 // n = 0 must be a no-op (no launch, no write); n = 1 must still copy its key to the output.
 TEST_F(QuicksortEdgeCorrectness, ZeroKeysWriteNothingOneKeyIsCopied) {
-  DeviceBuffer<unsigned> d_in(std::vector<unsigned>{0x0BADCAFEu}), d_out(1);
+  GuardedBuffer<unsigned> d_in(std::vector<unsigned>{0x0BADCAFEu}), d_out(1);
   cudalab::poison(d_out);
   quicksort(d_in.data(), d_out.data(), 0);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -278,7 +350,44 @@ TEST_F(QuicksortEdgeCorrectness, ZeroKeysWriteNothingOneKeyIsCopied) {
   quicksort(d_in.data(), d_out.data(), 1);
   CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_EQ(d_out.to_host()[0], 0x0BADCAFEu) << "quicksort with n = 1 must copy the key to the output";
+  EXPECT_TRUE(d_out.guards_intact("the sorted keys"));
 }
+
+// The contract takes any device pointers that do not overlap: here input and output start 1 and 3 keys
+// into larger arrays (not 256-byte aligned), and the keys just before and after each range must keep
+// their values. Sizes with one and with two levels of partitions, random and few-unique keys.
+class QuicksortOffsetCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(QuicksortOffsetCorrectness, UnalignedRanges) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  constexpr std::size_t kInOffset = 1, kOutOffset = 3, kSlack = 5;  // keys before / after the ranges
+  for (const Pattern pattern : {Pattern::kRandom, Pattern::kFewUnique}) {
+    const std::uint64_t seed = kSeed + 17 * n + static_cast<std::uint64_t>(pattern);
+    const auto d_keys = make_keys(n, pattern, seed);
+    const auto d_expected = sorted_copy(d_keys.data(), n);
+    GuardedBuffer<unsigned> d_in(kInOffset + n + kSlack), d_out(kOutOffset + n + kSlack);
+    cudalab::poison(d_in);
+    cudalab::poison(d_out);
+    CUDA_CHECK(cudaMemcpy(d_in.data() + kInOffset, d_keys.data(), n * sizeof(unsigned), cudaMemcpyDeviceToDevice));
+    quicksort(d_in.data() + kInOffset, d_out.data() + kOutOffset, static_cast<int>(n));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(cudalab::DeviceAllEqual(d_expected, copy_of(d_out.data() + kOutOffset, n), seed))
+        << "quicksort of n = " << n << " into d_out + " << kOutOffset;
+    const auto h_out = d_out.to_host();
+    const auto h_in = d_in.to_host();
+    const auto poison = cudalab::poison_value<unsigned>();
+    for (std::size_t i = 0; i < kOutOffset; ++i) EXPECT_EQ(h_out[i], poison) << "wrote before the output, at -" << kOutOffset - i;
+    for (std::size_t i = 0; i < kSlack; ++i) EXPECT_EQ(h_out[kOutOffset + n + i], poison) << "wrote past the output, at +" << i;
+    for (std::size_t i = 0; i < kInOffset; ++i) EXPECT_EQ(h_in[i], poison) << "wrote before the input";
+    for (std::size_t i = 0; i < kSlack; ++i) EXPECT_EQ(h_in[kInOffset + n + i], poison) << "wrote past the input";
+    EXPECT_TRUE(cudalab::DeviceAllEqual(d_keys, copy_of(d_in.data() + kInOffset, n), seed)) << "quicksort changed its input";
+    EXPECT_TRUE(d_out.guards_intact("the output array"));
+    EXPECT_TRUE(d_in.guards_intact("the input array"));
+  }
+}
+INSTANTIATE_TEST_SUITE_P(, QuicksortOffsetCorrectness, ::testing::Values(std::size_t{60001}, std::size_t{1000003}),
+                         cudalab::SizeName());
 
 // --- Task 4: depth limit, errors, pending-launch limit ---------------------------------------------
 
@@ -304,6 +413,44 @@ INSTANTIATE_TEST_SUITE_P(, QuicksortDepthCorrectness, ::testing::Values(0, 1, 3)
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "max_depth" + std::to_string(info.param);
                          });
+
+// The fallback copies a leaf into the output and sorts it there, in global memory, with one block:
+// every key must be copied before the network compares any (a __syncthreads() between the two). The
+// copy is made uneven on purpose: L2 is flushed, then only the keys that threads 0-511 copy are read
+// back into it, so those threads finish copying well before threads 512-1023 and start comparing
+// keys the slow ones have not copied yet, unless the block waits for them.
+class QuicksortFallbackCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
+
+TEST_P(QuicksortFallbackCorrectness, UnevenCopy) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  constexpr int kRounds = 3;
+  const std::uint64_t seed = kSeed + 25 + n;
+  const auto d_keys = make_keys(n, Pattern::kRandom, seed);
+  const auto d_expected = sorted_copy(d_keys.data(), n);
+  GuardedBuffer<unsigned> d_in(n), d_out(n);
+  CUDA_CHECK(cudaMemcpy(d_in.data(), d_keys.data(), n * sizeof(unsigned), cudaMemcpyDeviceToDevice));
+  int device = 0, l2_bytes = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  DeviceBuffer<unsigned char> d_flush(2 * static_cast<std::size_t>(l2_bytes));  // writing it evicts the keys
+  DeviceBuffer<unsigned> d_sink(1);
+  QuicksortOptions options;
+  options.max_depth = 0;  // the whole input is one leaf for the fallback
+  for (int round = 0; round < kRounds; ++round) {
+    cudalab::poison(d_out);
+    CUDA_CHECK(cudaMemset(d_flush.data(), round, d_flush.bytes()));
+    warm_half_rows_kernel<<<2 * cudalab::sm_count(), 256>>>(d_in.data(), n, d_sink.data());
+    CUDA_CHECK_LAST();
+    quicksort(d_in.data(), d_out.data(), static_cast<int>(n), options);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(cudalab::DeviceAllEqual(d_expected, copy_of(d_out), seed))
+        << "quicksort of n = " << n << " with max_depth = 0 (one leaf, sorted by the fallback), round " << round + 1;
+    EXPECT_TRUE(d_out.guards_intact("the sorted keys"));
+  }
+}
+INSTANTIATE_TEST_SUITE_P(, QuicksortFallbackCorrectness, ::testing::Values(std::size_t{60001}, std::size_t{250001}),
+                         cudalab::SizeName());
 
 class QuicksortErrorsCorrectness : public cudalab::GpuTest {};
 
@@ -347,6 +494,52 @@ TEST_P(QuicksortLimitsCorrectness, FromDefaultPendingLimit) {
   EXPECT_TRUE(cudalab::DeviceAllEqual(sorted_copy(d_keys.data(), n), d_out, kSeed + 41)) << "quicksort of n = " << n;
 }
 INSTANTIATE_TEST_SUITE_P(, QuicksortLimitsCorrectness, ::testing::Values(std::size_t{1} << 26), cudalab::SizeName());
+
+// The pending-launch limit as the contract states it: options.pending_launch_limit > 0 sets exactly
+// that limit, larger or smaller than the pool before; 0 raises the pool as far as n needs, from any
+// starting point (here from a pool of one launch).
+class QuicksortPendingLimitCorrectness : public cudalab::GpuTest {
+ protected:
+  void TearDown() override {
+    if (cudalab::device_status().available) {
+      cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, kDefaultPendingLaunches);  // restore
+    }
+    cudalab::GpuTest::TearDown();
+  }
+  std::size_t pending_limit() {
+    std::size_t limit = 0;
+    CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitDevRuntimePendingLaunchCount));
+    return limit;
+  }
+};
+
+TEST_F(QuicksortPendingLimitCorrectness, ExplicitLimitIsSetExactly) {
+  constexpr int kLarger = 3000, kSmaller = 700;  // above and below the default pool of 2048
+  CUDA_CHECK(cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, kDefaultPendingLaunches));
+  const std::size_t n = 100003;
+  const auto d_keys = make_keys(n, Pattern::kRandom, kSeed + 61);
+  QuicksortOptions options;
+  options.pending_launch_limit = kLarger;
+  const auto d_out = run_quicksort(d_keys, kSeed + 61, options);
+  EXPECT_TRUE(cudalab::DeviceAllEqual(sorted_copy(d_keys.data(), n), d_out, kSeed + 61)) << "quicksort of n = " << n;
+  EXPECT_EQ(pending_limit(), static_cast<std::size_t>(kLarger)) << "pending_launch_limit = " << kLarger;
+  options.pending_launch_limit = kSmaller;
+  const auto d_small = make_keys(1000, Pattern::kRandom, kSeed + 62);
+  const auto d_small_out = run_quicksort(d_small, kSeed + 62, options);
+  EXPECT_TRUE(cudalab::DeviceAllEqual(sorted_copy(d_small.data(), 1000), d_small_out, kSeed + 62));
+  EXPECT_EQ(pending_limit(), static_cast<std::size_t>(kSmaller))
+      << "pending_launch_limit = " << kSmaller << " must lower the pool too: the caller asked for exactly that";
+}
+
+TEST_F(QuicksortPendingLimitCorrectness, RaisedFromAPoolOfOne) {
+  CUDA_CHECK(cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, 1));
+  const std::size_t n = 65536;  // a tree of seven partitions, small enough for the sanitizer stage
+  const auto d_keys = make_keys(n, Pattern::kRandom, kSeed + 63);
+  const auto d_out = run_quicksort(d_keys, kSeed + 63);  // options.pending_launch_limit = 0
+  EXPECT_TRUE(cudalab::DeviceAllEqual(sorted_copy(d_keys.data(), n), d_out, kSeed + 63))
+      << "quicksort of n = " << n << " starting from a pending-launch pool of 1";
+  EXPECT_GT(pending_limit(), std::size_t{1}) << "quicksort must raise the pool as far as n needs";
+}
 
 // --- Perf ------------------------------------------------------------------------------------------
 
