@@ -2,7 +2,8 @@
 
 - A task earns points x passed / counted over the tests its globs match (scoring = "proportional",
   the default), or all its points only when every one passed (scoring = "all-or-nothing"). A test skipped for lack of a
-  GPU counts as not passed; a test skipped in small mode (CUDALAB_SMALL) is not counted at all.
+  GPU counts as not passed; a test skipped in small mode (CUDALAB_SMALL), or because this GPU's whole
+  memory is too small for it ("GPU too small"), is not counted at all, and the lab says so.
 - A perf goal earns points x clamp((r - zero_at) / (full_at - zero_at), 0, 1), where r is the
   reference's time over the student's (Perf.ratio_to_reference), and only when the perf test ran.
 - A sanitizer finding in a kernel a task owns ([[task]] kernels) costs that task [sanitizer] cost
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .gtest import SMALL_MODE_SKIP
+from .gtest import GPU_TOO_SMALL_SKIP, SMALL_MODE_SKIP
 from .labs import Lab, PerfGoal
 from .results import LabResult, Status, TaskScore, TestResult
 
@@ -23,8 +24,10 @@ UNASSIGNED_PERF_TASK = "perf"
 
 
 def counts_for_task(test: TestResult) -> bool:
-    """Whether the test is part of its task's denominator."""
-    return not (test.status is Status.SKIPPED and SMALL_MODE_SKIP.match(test.message))
+    """Whether the test is part of its task's denominator: not when small mode left it out, nor when
+    the GPU's whole memory is too small for it (a skip for memory that is merely not free counts)."""
+    return not (test.status is Status.SKIPPED
+                and (SMALL_MODE_SKIP.match(test.message) or GPU_TOO_SMALL_SKIP.match(test.message)))
 
 
 def perf_fraction(ratio: float | None, goal: PerfGoal) -> float:
@@ -84,6 +87,12 @@ def score_lab(lab: Lab, result: LabResult) -> LabResult:
             owner.notes.append(f"{goal.test}: no reference timing in this run, so no perf points")
         owner.perf_earned = round(owner.perf_earned + earned, 4)
 
+    too_small = [t for t in result.tests if t.status is Status.SKIPPED and GPU_TOO_SMALL_SKIP.match(t.message)]
+    if too_small:
+        note = (f"{len(too_small)} test(s) need more device memory than this GPU has and were left out "
+                f"(e.g. {too_small[0].name}): grade on a GPU with more memory for a complete grade")
+        if note not in result.messages:
+            result.messages.append(note)
     result.tasks = list(tasks.values()) + ([loose] if loose.perf_points else [])
     result.max_score = lab.total_points
     result.score = round(sum(t.earned + t.perf_earned for t in result.tasks), 4)

@@ -163,3 +163,15 @@ def test_a_sanitizer_finding_costs_the_task_that_owns_the_kernel(tmp_path: Path)
     assert small.earned == 20.0 and res.score == 60.0  # half of the task's 40 points, once
     assert any("memcheck in add_small_kernel" in n for n in small.notes)
     assert task(res, "large").earned == 40.0 and tools[0].task == "small"
+
+
+def test_a_gpu_too_small_is_excused_but_memory_held_elsewhere_is_not(lab) -> None:
+    too_small = t("AddCorrectness.Large/2", Status.SKIPPED,
+                  "GPU too small: this test needs 19456 MiB of device memory and this GPU has 8192 MiB in all")
+    res = score_lab(lab, result(t("AddCorrectness.Large/1"), too_small))
+    assert (task(res, "large").tests_passed, task(res, "large").tests_total, task(res, "large").earned) == (1, 1, 40.0)
+    assert any("need more device memory than this GPU has" in m for m in res.messages)
+    held = t("AddCorrectness.Large/2", Status.SKIPPED,
+             "not enough free GPU memory: this test needs 19456 MiB and 2048 MiB are free (another process ...)")
+    res = score_lab(lab, result(t("AddCorrectness.Large/1"), held))
+    assert (task(res, "large").tests_total, task(res, "large").earned) == (2, 20.0)

@@ -69,20 +69,6 @@ const std::vector<std::size_t> kSizes = {0,    1,    2,    3,      5,           
 // Above 2^31 elements, where an int index overflows: 2^29 + 1000 float4s and a tail of 3. The huge
 // tests make their inputs on the GPU and check there, and need 8 or 16 GiB of device memory.
 constexpr std::size_t kHugeN = (std::size_t{1} << 31) + 4003;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// Why a test needing `bytes` of device memory cannot run now, or "" when it can.
-std::string lacks_device_memory(std::size_t bytes) {
-  constexpr std::size_t kHeadroom = std::size_t{512} << 20;  // the context, thrust's temporaries
-  std::size_t free_bytes = 0, total = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-  if (free_bytes >= bytes + kHeadroom) return "";
-  std::ostringstream why;
-  why.precision(3);
-  why << "not enough free device memory for this test: it needs " << (bytes + kHeadroom) / kGiB << " GiB, "
-      << free_bytes / kGiB << " GiB are free";
-  return why.str();
-}
 
 // Counts the i in [0, n) where out[i] != factor * v(i), v(i) being element i of
 // random_fill(seed, lo, hi) (recomputed here, so no copy of the input is kept), and the first such i.
@@ -235,7 +221,7 @@ class VectorAddHugeCorrectness : public cudalab::GpuTest {};
 // a and b are the same array (both are only read), so c = 2a; 16 GiB in all.
 TEST_F(VectorAddHugeCorrectness, GridStrideBeyond2To31) {
   CUDALAB_SKIP_IF_LARGE(kHugeN);
-  if (const std::string why = lacks_device_memory(2 * kHugeN * sizeof(float)); !why.empty()) CUDALAB_SKIP(why);
+  CUDALAB_SKIP_UNLESS_GPU_MEMORY(2 * kHugeN * sizeof(float));
   DeviceBuffer<float> d_a(kHugeN);
   GuardedBuffer<float> d_c(kHugeN);
   cudalab::random_fill(d_a.data(), kHugeN, kSeed + 31, 1.0f, 2.0f);
@@ -248,7 +234,7 @@ TEST_F(VectorAddHugeCorrectness, GridStrideBeyond2To31) {
 // The challenge takes n as size_t too: 2^29 + 1000 float4s and a tail of 3; 16 GiB in all.
 TEST_F(VectorAddHugeCorrectness, FastBeyond2To31) {
   CUDALAB_SKIP_IF_LARGE(kHugeN);
-  if (const std::string why = lacks_device_memory(2 * kHugeN * sizeof(float)); !why.empty()) CUDALAB_SKIP(why);
+  CUDALAB_SKIP_UNLESS_GPU_MEMORY(2 * kHugeN * sizeof(float));
   DeviceBuffer<float> d_a(kHugeN);
   GuardedBuffer<float> d_c(kHugeN);
   cudalab::random_fill(d_a.data(), kHugeN, kSeed + 37, 1.0f, 2.0f);
@@ -302,7 +288,7 @@ TEST_P(VectorAddCorrectness, SoaScales) {
 // 2^31 + 4003 floats (8 GiB): an int index turns negative past 2^31 and leaves the rest unscaled.
 TEST_F(VectorAddHugeCorrectness, SoaBeyond2To31) {
   CUDALAB_SKIP_IF_LARGE(kHugeN);
-  if (const std::string why = lacks_device_memory(kHugeN * sizeof(float)); !why.empty()) CUDALAB_SKIP(why);
+  CUDALAB_SKIP_UNLESS_GPU_MEMORY(kHugeN * sizeof(float));
   GuardedBuffer<float> d_x(kHugeN);
   cudalab::random_fill(d_x.data(), kHugeN, kSeed + 41, 1.0f, 100.0f);
   scale_x_soa(d_x.data(), kHugeN, 2.5f);

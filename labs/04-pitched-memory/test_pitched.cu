@@ -155,20 +155,6 @@ class PitchedBuffer {
 Layout packed_input(int width) { return Layout{0, true, static_cast<std::size_t>(width) * sizeof(float), 0}; }
 Layout offset_output(int width) { return Layout{0, true, (static_cast<std::size_t>(width) + 3) * sizeof(float), 1}; }
 
-// Why a test needing `bytes` of device memory cannot run now, or "" when it can.
-std::string lacks_device_memory(std::size_t bytes) {
-  constexpr std::size_t kHeadroom = std::size_t{512} << 20;  // the context, thrust's temporaries
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  std::size_t free_bytes = 0, total = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-  if (free_bytes >= bytes + kHeadroom) return "";
-  std::ostringstream why;
-  why.precision(3);
-  why << "not enough free device memory for this test: it needs " << (bytes + kHeadroom) / kGiB << " GiB, "
-      << free_bytes / kGiB << " GiB are free";
-  return why.str();
-}
-
 // --- Task 1: upload and download -----------------------------------------------------------------
 
 class PitchedTransferCorrectness : public cudalab::GpuTestWithParam<Size2D> {};
@@ -480,7 +466,7 @@ class PitchedHugeCorrectness : public cudalab::GpuTest {
     constexpr std::size_t kInBytes = kFront + kH * kInPitch, kOutBytes = kFront + kH * kOutPitch;
     static_assert(kH * kInPitch > kFront && kH * kOutPitch > kFront, "the last rows start past 2^31 bytes");
     CUDALAB_SKIP_IF_LARGE(static_cast<std::size_t>(kW) * kH);
-    if (const std::string why = lacks_device_memory(kInBytes + kOutBytes); !why.empty()) CUDALAB_SKIP(why);
+    CUDALAB_SKIP_UNLESS_GPU_MEMORY(kInBytes + kOutBytes);
     DeviceBuffer<unsigned char> in(kInBytes), out(kOutBytes);
     cudalab::random_fill(reinterpret_cast<std::uint32_t*>(in.data()), kFront / 4, kSeed + 29, 0u, ~0u);
     float* const in_image = reinterpret_cast<float*>(in.data() + kFront);

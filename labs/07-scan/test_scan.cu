@@ -359,13 +359,7 @@ __global__ void count_scan_errors(const int* in, const int* out, std::size_t n, 
 // GPU, and the guards around the output and the scratch.
 void expect_huge_scan(Kind kind, std::size_t temp_bytes, const std::function<void(const int*, int*, void*)>& scan) {
   const std::size_t n = kHugeScanItems;
-  std::size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t needed = n * sizeof(int) + kAliasChunkBytes + temp_bytes + (std::size_t{1} << 30);
-  if (free_bytes < needed) {
-    CUDALAB_SKIP("not enough free device memory for a scan of " << n << " ints: it needs " << (needed >> 20)
-                 << " MiB, " << (free_bytes >> 20) << " MiB are free");
-  }
+  CUDALAB_SKIP_UNLESS_GPU_MEMORY(n * sizeof(int) + kAliasChunkBytes + temp_bytes);
   AliasedInput d_in(n);
   cudalab::random_fill(d_in.data(), d_in.chunk_items(), kSeed + 13, 1, 7);  // the chunk, through its first mapping
   thrust::transform(thrust::device, d_in.data(), d_in.data() + d_in.chunk_items(), d_in.data(), SparseOne{});

@@ -326,13 +326,7 @@ class HistogramHugeCorrectness : public cudalab::GpuTest {
     cudalab::GpuTest::SetUp();
     if (IsSkipped()) return;
     CUDALAB_SKIP_IF_LARGE(kHugeBytes);
-    std::size_t free_bytes = 0, total_bytes = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t needed = kHugeBytes + (std::size_t{1} << 30);
-    if (free_bytes < needed) {
-      CUDALAB_SKIP("not enough free device memory for " << kHugeBytes << " bytes: it needs " << (needed >> 20)
-                   << " MiB, " << (free_bytes >> 20) << " MiB are free");
-    }
+    CUDALAB_SKIP_UNLESS_GPU_MEMORY(kHugeBytes);
   }
 
   // The input (uniform bytes) and its byte histogram.
