@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -20,6 +21,8 @@
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
+#include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
 
 #include "matmul.cuh"
@@ -29,9 +32,59 @@ namespace {
 using cudalab::AllEqual;
 using cudalab::AllNear;
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 using cudalab::Shape2D;
 
 constexpr std::uint64_t kSeed = 5005;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers of every correctness test.
+// ---------------------------------------------------------------------------------------------
+
+// Junk in the shared memory of every SM before each call: a kernel that reads a tile slot it never
+// stored (no zero-fill at the edges, threads that returned before loading their share) then reads
+// 0x5A5A5A5A (1.5e16 as a float), not the zeros of a fresh GPU or what an earlier block left there.
+// Left out in small mode, where compute-sanitizer watches every access itself (and would take seconds
+// over these 60 MB of stores).
+__global__ void scribble_shared_kernel(std::size_t words) {
+  extern __shared__ unsigned s_junk[];
+  volatile unsigned* junk = s_junk;  // stores nobody reads: volatile keeps them
+  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) junk[i] = 0x5A5A5A5Au;
+}
+
+void scribble_shared_memory() {
+  if (cudalab::small_mode()) return;
+  static const int bytes = [] {
+    int device = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    return optin;
+  }();
+  // One block of all the shared memory a block may have per SM at a time, two rounds over the GPU.
+  scribble_shared_kernel<<<2 * cudalab::sm_count(), 1024, bytes>>>(bytes / sizeof(unsigned));
+  CUDA_CHECK_LAST();
+}
+
+// The contract takes any device pointer to a dense matrix, not only one at the start of an allocation:
+// some tests pass pointers `offset` floats in (4-byte aligned, not 16), with `lead` in front.
+std::vector<float> placed(const std::vector<float>& values, std::size_t offset, float lead) {
+  std::vector<float> out(offset, lead);
+  out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+// The floats of `out` from `offset` on; fails the test if one of the `offset` floats in front changed
+// (they hold poison, 0xFF bytes: a write just before the output's start).
+std::vector<float> after_offset(const std::vector<float>& out, std::size_t offset, const char* what) {
+  const float poisoned = cudalab::poison_value<float>();
+  for (std::size_t i = 0; i < offset; ++i) {
+    EXPECT_EQ(std::memcmp(&out[i], &poisoned, sizeof(float)), 0)
+        << "out-of-bounds write: " << what << " was passed " << offset - i << " float(s) after this one, "
+        << "which changed to " << out[i];
+  }
+  return std::vector<float>(out.begin() + static_cast<std::ptrdiff_t>(offset), out.end());
+}
 
 // ---------------------------------------------------------------------------------------------
 // cuBLAS, the library baseline. It lives here, never in the student's file.
@@ -73,8 +126,11 @@ class Cublas {
 
 struct MatrixShape {
   int rows, cols;
+  int offset = 0;  // in and out start this many floats into their allocations
 };
-void PrintTo(const MatrixShape& s, std::ostream* os) { *os << s.rows << " x " << s.cols; }
+void PrintTo(const MatrixShape& s, std::ostream* os) {
+  *os << s.rows << " x " << s.cols << (s.offset ? ", pointers 1 float into their allocations" : "");
+}
 
 std::vector<float> transpose_reference(const std::vector<float>& in, int rows, int cols) {
   std::vector<float> out(in.size());
@@ -87,25 +143,33 @@ std::vector<float> transpose_reference(const std::vector<float>& in, int rows, i
 using TransposeFn = void (*)(const float*, float*, int, int);
 
 // Distinct random values in [1, 1000): any element moved to the wrong place, or not written, shows.
+// The output lies between guard zones (a write past either end fails the test); the input is a plain
+// allocation that ends where the matrix ends, so compute-sanitizer's memcheck sees a read past it.
 void check_transpose(TransposeFn transpose, MatrixShape s, std::uint64_t seed) {
   const std::size_t count = static_cast<std::size_t>(s.rows) * s.cols;
+  const auto off = static_cast<std::size_t>(s.offset);
   const auto in = cudalab::random_vector<float>(count, seed, 1.0f, 1000.0f);
-  DeviceBuffer<float> d_in(in), d_out(count);
+  DeviceBuffer<float> d_in(placed(in, off, -1.0f));
+  GuardedBuffer<float> d_out(off + count);
   cudalab::poison(d_out);
-  transpose(d_in.data(), d_out.data(), s.rows, s.cols);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(AllEqual(transpose_reference(in, s.rows, s.cols), d_out.to_host(), seed,
+  scribble_shared_memory();
+  transpose(d_in.data() + off, d_out.data() + off, s.rows, s.cols);
+  EXPECT_TRUE(d_out.guards_intact("the output"));  // synchronizes
+  EXPECT_TRUE(AllEqual(transpose_reference(in, s.rows, s.cols), after_offset(d_out.to_host(), off, "the output"), seed,
                        Shape2D{static_cast<std::size_t>(s.cols), static_cast<std::size_t>(s.rows)}))
       << "input " << s.rows << " x " << s.cols << ", output " << s.cols << " x " << s.rows;
 }
 
-// Single rows and columns, tile edges +- 1, non-square shapes, many blocks.
-const std::vector<MatrixShape> kTransposeShapes = {{1, 1},     {1, 100},    {100, 1},     {31, 33},
-                                                   {32, 32},   {33, 65},    {96, 160},    {1000, 777},
-                                                   {4097, 1025}};
+// Single rows and columns, tile edges +- 1 (32 and 64), non-square shapes, a grid of one row or one
+// column of many blocks, many blocks, and pointers that are not at the start of an allocation.
+const std::vector<MatrixShape> kTransposeShapes = {
+    {1, 1},      {1, 100},   {100, 1},   {31, 33},     {32, 32},      {33, 65},     {63, 65},
+    {64, 64},    {96, 160},  {129, 2},   {3, 2049},    {1000, 777},   {4097, 1025}, {33, 65, 1},
+    {1000, 777, 1}};
 
 std::string shape_name(const ::testing::TestParamInfo<MatrixShape>& info) {
-  return "r" + std::to_string(info.param.rows) + "_c" + std::to_string(info.param.cols);
+  return "r" + std::to_string(info.param.rows) + "_c" + std::to_string(info.param.cols) +
+         (info.param.offset ? "_off" + std::to_string(info.param.offset) : "");
 }
 
 class TransposeCorrectness : public cudalab::GpuTestWithParam<MatrixShape> {};
@@ -138,11 +202,16 @@ INSTANTIATE_TEST_SUITE_P(, TransposeCorrectness, ::testing::ValuesIn(kTransposeS
 
 struct Dims {
   int m, n, k;
+  int offset = 0;  // A, B and C start this many floats into their allocations
 };
-void PrintTo(const Dims& d, std::ostream* os) { *os << "m = " << d.m << ", n = " << d.n << ", k = " << d.k; }
+void PrintTo(const Dims& d, std::ostream* os) {
+  *os << "m = " << d.m << ", n = " << d.n << ", k = " << d.k
+      << (d.offset ? ", pointers 1 float into their allocations" : "");
+}
 
 std::string dims_name(const ::testing::TestParamInfo<Dims>& info) {
-  return "m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" + std::to_string(info.param.k);
+  return "m" + std::to_string(info.param.m) + "_n" + std::to_string(info.param.n) + "_k" + std::to_string(info.param.k) +
+         (info.param.offset ? "_off" + std::to_string(info.param.offset) : "");
 }
 
 // The largest of the three matrices: the sanitizer stage (small mode) keeps problems up to 65536.
@@ -205,12 +274,17 @@ const Problem& problem(Dims d, bool integers) {
 
 using MatmulFn = void (*)(const float*, const float*, float*, int, int, int);
 
+// A, B and C lie between guard zones: a value read past the end of A or B is junk that spoils C, and a
+// write past either end of C fails the test. With an offset, a huge value sits in front of A and B.
 std::vector<float> run_matmul(MatmulFn matmul, const Problem& p, Dims d) {
-  DeviceBuffer<float> d_a(p.a), d_b(p.b), d_c(static_cast<std::size_t>(d.m) * d.n);
+  const auto off = static_cast<std::size_t>(d.offset);
+  GuardedBuffer<float> d_a(placed(p.a, off, 1e30f)), d_b(placed(p.b, off, 1e30f));
+  GuardedBuffer<float> d_c(off + static_cast<std::size_t>(d.m) * d.n);
   cudalab::poison(d_c);
-  matmul(d_a.data(), d_b.data(), d_c.data(), d.m, d.n, d.k);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return d_c.to_host();
+  scribble_shared_memory();
+  matmul(d_a.data() + off, d_b.data() + off, d_c.data() + off, d.m, d.n, d.k);
+  EXPECT_TRUE(d_c.guards_intact("C"));  // synchronizes
+  return after_offset(d_c.to_host(), off, "C");
 }
 
 // float32 sums of k positive terms stay within ~1e-6 of the float64 result here; one product out of
@@ -233,10 +307,14 @@ void check_matmul_exact(MatmulFn matmul, Dims d) {
 }
 
 // 1 x 1 x 1; tile edges +- 1; m != n != k everywhere (swapped row and column indexing fails);
-// shapes that leave partial tiles in every dimension (k % 4 != 0 and k % 4 == 0); 1000^3 and 1024^3.
-const std::vector<Dims> kMatmulDims = {{1, 1, 1},       {17, 33, 65},      {33, 31, 32},      {100, 75, 300},
-                                       {129, 127, 257}, {200, 192, 260},   {300, 200, 513},   {1000, 1000, 1000},
-                                       {1024, 1024, 1024}};
+// shapes that leave partial tiles in every dimension (k % 4 != 0 and k % 4 == 0); one row or one
+// column of C; k shorter than one k-slice of a pipelined kernel (7, 12, 16) and just over it (17), with
+// n % 4 != 0 and n % 4 == 0 (both copy paths of the challenge); pointers 1 float into their allocations
+// (4-byte aligned, not 16: no float4 access may assume more), with n % 4 == 0 and != 0; 1000^3, 1024^3.
+const std::vector<Dims> kMatmulDims = {{1, 1, 1},           {17, 33, 65},     {33, 31, 32},      {100, 75, 300},
+                                       {129, 127, 257},     {200, 192, 260},  {300, 200, 513},   {1, 300, 70},
+                                       {257, 1, 33},        {257, 129, 7},    {64, 1000, 16},    {130, 260, 17},
+                                       {100, 75, 300, 1},   {129, 128, 40, 1}, {1000, 1000, 1000}, {1024, 1024, 1024}};
 
 class MatmulCorrectness : public cudalab::GpuTestWithParam<Dims> {};
 
@@ -261,8 +339,9 @@ INSTANTIATE_TEST_SUITE_P(, MatmulCorrectness, ::testing::ValuesIn(kMatmulDims), 
 
 // Exact tests that a missing barrier fails. With k = 4096 a block walks 128 tiles of 32: warps that run
 // ahead keep overwriting tiles that slower warps are still reading, in hundreds of blocks at once.
-// The second shape leaves partial tiles everywhere, so missing zero-fill shows exactly too.
-const std::vector<Dims> kExactDims = {{640, 512, 4096}, {333, 517, 1999}};
+// The second shape leaves partial tiles everywhere, so missing zero-fill shows exactly too. The third
+// has k shorter than one k-slice of a pipelined kernel: its one slice must have landed before use.
+const std::vector<Dims> kExactDims = {{640, 512, 4096}, {333, 517, 1999}, {300, 260, 12}};
 
 class MatmulExactCorrectness : public cudalab::GpuTestWithParam<Dims> {};
 

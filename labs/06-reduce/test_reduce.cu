@@ -4,7 +4,9 @@
 #include <cub/device/device_reduce.cuh>
 #include <thrust/execution_policy.h>
 #include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
 
 #include <cmath>
 #include <cstdint>
@@ -17,6 +19,8 @@
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
+#include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
 
 #include "reduce.cuh"
@@ -24,6 +28,7 @@
 namespace {
 
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 
 constexpr std::uint64_t kSeed = 6006;
 
@@ -62,14 +67,43 @@ double relative_tolerance(std::size_t n) {
   return d * u / (1.0 - d * u);
 }
 
-// Runs fn once on fresh buffers with a poisoned output and returns the value it left in *d_out.
+// Junk in the shared memory of every SM before each call: a kernel that reads a slot it never wrote
+// (a tail it did not zero, warp sums past the last warp, a flag before thread 0 set it) then sees
+// 0x5A5A5A5A, a large int and a huge float, not the zeros of a fresh GPU or a value an earlier block
+// happened to leave there. Left out in small mode, where compute-sanitizer watches every access itself
+// (and would take seconds over these 60 MB of stores).
+__global__ void scribble_shared_kernel(std::size_t words) {
+  extern __shared__ unsigned s_junk[];
+  volatile unsigned* junk = s_junk;  // stores nobody reads: volatile keeps them
+  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) junk[i] = 0x5A5A5A5Au;
+}
+
+void scribble_shared_memory() {
+  if (cudalab::small_mode()) return;
+  static const int bytes = [] {
+    int device = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    return optin;
+  }();
+  // One block of all the shared memory a block may have per SM at a time, two rounds over the GPU.
+  scribble_shared_kernel<<<2 * cudalab::sm_count(), 1024, bytes>>>(bytes / sizeof(unsigned));
+  CUDA_CHECK_LAST();
+}
+
+// Runs fn once and returns the value it left in *d_out. Input and output lie between guard zones of
+// junk: a value read past the end of the input spoils the sum, and a write anywhere next to *d_out (or
+// to the input) fails the test. The output is poisoned, so a call that never writes it fails too.
 template <class T>
 T run_once(ReduceFn<T> fn, const std::vector<T>& h_in) {
-  DeviceBuffer<T> d_in(h_in), d_out(1);
+  GuardedBuffer<T> d_in(h_in), d_out(1);
   ReduceWorkspace ws(h_in.size());
   cudalab::poison(d_out);
+  scribble_shared_memory();
   fn(d_in.data(), d_out.data(), h_in.size(), ws);
-  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(d_out.guards_intact("*d_out (one value)"));  // synchronizes
+  EXPECT_TRUE(d_in.guards_intact("the input")) << "the input is read-only";
   return d_out.to_host()[0];
 }
 
@@ -123,30 +157,143 @@ TEST_P(ReduceCorrectness, SinglePassInt) { check_int(reduce_single_pass); }
 
 INSTANTIATE_TEST_SUITE_P(, ReduceCorrectness, ::testing::ValuesIn(kSizes), cudalab::SizeName());
 
-class ReduceSinglePassCorrectness : public cudalab::GpuTest {};
+class ReduceSinglePassCorrectness : public cudalab::GpuTest {
+ protected:
+  // Calls reduce_single_pass on new int data of each size in turn, all on one workspace, and checks each
+  // sum and that the counter is back at zero after each call.
+  void calls_in_turn(const std::vector<std::size_t>& sizes, ReduceWorkspace& ws) {
+    GuardedBuffer<int> d_out(1);
+    for (std::size_t call = 0; call < sizes.size(); ++call) {
+      const std::size_t n = sizes[call];
+      const std::uint64_t seed = kSeed + 100 + call;
+      const auto h_in = int_input(n, seed);
+      GuardedBuffer<int> d_in(h_in);
+      cudalab::poison(d_out);
+      scribble_shared_memory();
+      reduce_single_pass(d_in.data(), d_out.data(), n, ws);
+      EXPECT_TRUE(d_out.guards_intact("*d_out (one value)"));
+      const auto expected = static_cast<std::int64_t>(reference_sum(h_in));
+      EXPECT_TRUE(cudalab::AllEqual(std::vector<std::int64_t>{expected}, d_out.to_host(), seed))
+          << "call " << call + 1 << " of " << sizes.size() << " on the same workspace, n = " << n;
+      unsigned int counter = 0xA5A5A5A5u;
+      CUDA_CHECK(cudaMemcpy(&counter, ws.counter(), sizeof counter, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(counter, 0u) << "after call " << call + 1 << " (n = " << n
+                             << "), the counter is not back at zero: the last block must reset it";
+    }
+  }
+};
 
 // Three calls on one workspace, each on new data: a counter left at a non-zero value makes the next
 // call's last block miss its ticket, and that call never writes its result.
 TEST_F(ReduceSinglePassCorrectness, ResetsTheCounterForTheNextCall) {
   const std::size_t n = 50001;
   ReduceWorkspace ws(n);
-  DeviceBuffer<int> d_out(1);
-  for (int call = 0; call < 3; ++call) {
-    const std::uint64_t seed = kSeed + 100 + call;
+  calls_in_turn({n, n, n}, ws);
+}
+
+// Calls of different sizes on one workspace (made for the largest), so grids of different sizes take
+// their tickets from the same counter one after the other: one block, many blocks, one block again.
+TEST_F(ReduceSinglePassCorrectness, SizesInTurnOnOneWorkspace) {
+  const std::vector<std::size_t> sizes = {50001, 1, 257, 33, 4099, 50001};
+  ReduceWorkspace ws(50001);
+  calls_in_turn(sizes, ws);
+}
+
+// --- Every block has values to add ------------------------------------------------------------------
+
+// Steps 1 and 2 launch one block per 256 values in each pass, steps 3 and 4 one per 512: every block
+// has values to add. The workspace starts as 0xFF bytes and every partial of values >= 1 is >= 1, so a
+// partial of 0 is a block that summed nothing: a grid larger than the data needs (step 3 sized for 256
+// values per block, say), which the sum alone cannot show.
+class ReduceGridCorrectness : public cudalab::GpuTestWithParam<std::size_t> {
+ protected:
+  void check(ReduceFn<int> fn, std::size_t values_per_block) {
+    const std::size_t n = GetParam();
+    CUDALAB_SKIP_IF_LARGE(n);
+    const std::uint64_t seed = kSeed + 3 * n;
     const auto h_in = int_input(n, seed);
-    DeviceBuffer<int> d_in(h_in);
+    GuardedBuffer<int> d_in(h_in), d_out(1);
+    ReduceWorkspace ws(n);
     cudalab::poison(d_out);
-    reduce_single_pass(d_in.data(), d_out.data(), n, ws);
-    CUDA_CHECK(cudaDeviceSynchronize());
+    fn(d_in.data(), d_out.data(), n, ws);
+    EXPECT_TRUE(d_out.guards_intact("*d_out (one value)"));
     const auto expected = static_cast<std::int64_t>(reference_sum(h_in));
-    EXPECT_TRUE(cudalab::AllEqual(std::vector<std::int64_t>{expected}, d_out.to_host(), seed))
-        << "call " << call + 1 << " of 3 on the same workspace";
-    unsigned int counter = 0xA5A5A5A5u;
-    CUDA_CHECK(cudaMemcpy(&counter, ws.counter(), sizeof counter, cudaMemcpyDeviceToHost));
-    EXPECT_EQ(counter, 0u) << "after call " << call + 1
-                           << ", the counter is not back at zero: the last block must reset it";
+    EXPECT_TRUE(cudalab::AllEqual(std::vector<std::int64_t>{expected}, d_out.to_host(), seed)) << "n = " << n;
+    std::vector<int> partials(ws.capacity());
+    CUDA_CHECK(cudaMemcpy(partials.data(), ws.partials<int>(), partials.size() * sizeof(int), cudaMemcpyDeviceToHost));
+    std::size_t empty = 0;
+    for (int p : partials) empty += p == 0 ? 1 : 0;
+    std::size_t blocks = 0;  // what the passes need: one block per values_per_block values, until one is left
+    for (std::size_t count = n; count > 1; count = cudalab::ceil_div(count, values_per_block)) {
+      blocks += cudalab::ceil_div(count, values_per_block);
+    }
+    EXPECT_EQ(empty, 0u) << empty << " block(s) wrote a partial sum of 0: they had no values to add. With "
+                         << values_per_block << " values per block, n = " << n << " needs " << blocks
+                         << " block(s) in all passes together; is the grid sized for the values one block covers?";
+  }
+};
+
+TEST_P(ReduceGridCorrectness, Interleaved) { check(reduce_interleaved, 256); }
+TEST_P(ReduceGridCorrectness, Sequential) { check(reduce_sequential, 256); }
+TEST_P(ReduceGridCorrectness, FirstAdd) { check(reduce_first_add, 512); }
+TEST_P(ReduceGridCorrectness, Shuffle) { check(reduce_shuffle, 512); }
+
+INSTANTIATE_TEST_SUITE_P(, ReduceGridCorrectness, ::testing::Values(std::size_t{50001}, (std::size_t{1} << 20) + 3),
+                         cudalab::SizeName());
+
+// --- More than 2^32 values ---------------------------------------------------------------------------
+
+// n is a size_t: an index or a count kept in 32 bits wraps around past 2^32 values (and an int one turns
+// negative past 2^31). 2^32 + 2^20 + 3 ints are 16 GiB, made on the GPU.
+constexpr std::size_t kHugeN = (std::size_t{1} << 32) + (std::size_t{1} << 20) + 3;
+
+// Value i: 1 to 3 (from a hash of i), negative in every other run of 2^20 values, with the signs of the
+// runs flipped again past 2^32. Any run read twice, dropped, or read from the wrong place (2^32 values
+// too early, the start of the array again) moves the sum by about 2^21, while no partial sum of any
+// run of values comes near 2^31.
+struct HugeValue {
+  __host__ __device__ long long operator()(std::size_t i) const {
+    const bool negative = (((i >> 20) ^ (i >> 32)) & 1) == 0;
+    const auto magnitude = static_cast<long long>(1 + ((i * 0x9E3779B97F4A7C15ull) >> 62) % 3);
+    return negative ? -magnitude : magnitude;
+  }
+};
+
+__global__ void fill_huge_kernel(int* values, std::size_t n) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    values[i] = static_cast<int>(HugeValue{}(i));
   }
 }
+
+class ReduceHugeCorrectness : public cudalab::GpuTest {
+ protected:
+  void check(ReduceFn<int> fn) {
+    CUDALAB_SKIP_IF_LARGE(kHugeN);
+    const std::size_t need = kHugeN * sizeof(int) + ReduceWorkspace::partials_capacity(kHugeN) * sizeof(int);
+    CUDALAB_SKIP_UNLESS_GPU_MEMORY(need);
+    DeviceBuffer<int> d_in(kHugeN);
+    fill_huge_kernel<<<4 * cudalab::sm_count(), 256>>>(d_in.data(), kHugeN);
+    CUDA_CHECK_LAST();
+    const long long expected =
+        thrust::transform_reduce(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                                 thrust::counting_iterator<std::size_t>(kHugeN), HugeValue{}, 0ll, thrust::plus<long long>());
+    ReduceWorkspace ws(kHugeN);
+    GuardedBuffer<int> d_out(1);
+    cudalab::poison(d_out);
+    fn(d_in.data(), d_out.data(), kHugeN, ws);
+    EXPECT_TRUE(d_out.guards_intact("*d_out (one value)"));
+    EXPECT_TRUE(cudalab::AllEqual(std::vector<long long>{expected}, d_out.to_host(), kSeed))
+        << "int sum of n = 2^32 + 2^20 + 3 values: are indices and counts std::size_t all the way "
+           "(blockIdx.x * blockDim.x is 32-bit unless cast first)?";
+  }
+};
+
+TEST_F(ReduceHugeCorrectness, Interleaved) { check(reduce_interleaved); }
+TEST_F(ReduceHugeCorrectness, Sequential) { check(reduce_sequential); }
+TEST_F(ReduceHugeCorrectness, FirstAdd) { check(reduce_first_add); }
+TEST_F(ReduceHugeCorrectness, Shuffle) { check(reduce_shuffle); }
+TEST_F(ReduceHugeCorrectness, SinglePass) { check(reduce_single_pass); }
 
 // --- Perf -------------------------------------------------------------------------------------------
 
