@@ -2,15 +2,23 @@
 #include <gtest/gtest.h>
 #include <thrust/equal.h>
 #include <thrust/execution_policy.h>
+#include <thrust/mismatch.h>
+
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -24,6 +32,7 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/guarded_buffer.cuh>
 #include <cudalab/random.hpp>
 
 #include "streams.cuh"
@@ -32,28 +41,64 @@ namespace {
 
 using cudalab::AllEqual;
 using cudalab::DeviceBuffer;
+using cudalab::GuardedBuffer;
 
 constexpr std::uint64_t kSeed = 9009;
 constexpr int kIters = 7;  // correctness: y = 0.5 y + x seven times, so y != x and y != 2x
 
 // --- Helpers -------------------------------------------------------------------------------------
 
-// Page-locked host memory (cudaMallocHost), freed on scope exit. Local to this test: the pipelines
-// need pinned buffers for their copies to be asynchronous.
-class PinnedFloats {
+// Host floats with a guard zone of random bytes before and after them: a copy of too many bytes, or to
+// the wrong place, changes a guard. Page-locked (cudaMallocHost: the pipelines need pinned buffers for
+// their copies to be asynchronous) or pageable (malloc), freed on scope exit.
+constexpr std::size_t kHostGuardFloats = 1024;  // 4 KiB on each side
+
+class HostFloats {
  public:
-  explicit PinnedFloats(std::size_t n) : n_(n) { CUDA_CHECK(cudaMallocHost(&p_, std::max<std::size_t>(n, 1) * sizeof(float))); }
-  PinnedFloats(const PinnedFloats&) = delete;
-  PinnedFloats& operator=(const PinnedFloats&) = delete;
-  ~PinnedFloats() { cudaFreeHost(p_); }
-  float* data() { return p_; }
-  const float* data() const { return p_; }
-  void fill_nan() { std::fill(p_, p_ + n_, std::numeric_limits<float>::quiet_NaN()); }
-  std::vector<float> to_vector() const { return std::vector<float>(p_, p_ + n_); }
+  enum Kind { kPinned, kPageable };
+  explicit HostFloats(std::size_t n, Kind kind = kPinned)
+      : n_(n), kind_(kind), front_(cudalab::guard_pattern(kGuardBytes, 0x51ed270bu)),
+        back_(cudalab::guard_pattern(kGuardBytes, 0x2545f491u)) {
+    const std::size_t bytes = (n + 2 * kHostGuardFloats) * sizeof(float);
+    if (kind == kPinned) {
+      CUDA_CHECK(cudaMallocHost(&base_, bytes));
+    } else {
+      base_ = static_cast<float*>(std::malloc(bytes));
+      if (base_ == nullptr) throw std::bad_alloc();
+    }
+    std::memcpy(base_, front_.data(), kGuardBytes);
+    std::memcpy(base_ + kHostGuardFloats + n_, back_.data(), kGuardBytes);
+  }
+  HostFloats(const HostFloats&) = delete;
+  HostFloats& operator=(const HostFloats&) = delete;
+  ~HostFloats() {
+    if (kind_ == kPinned) {
+      cudaFreeHost(base_);
+    } else {
+      std::free(base_);
+    }
+  }
+  float* data() { return base_ + kHostGuardFloats; }
+  const float* data() const { return base_ + kHostGuardFloats; }
+  void fill_nan() { std::fill(data(), data() + n_, std::numeric_limits<float>::quiet_NaN()); }
+  std::vector<float> to_vector() const { return std::vector<float>(data(), data() + n_); }
+  // Both guards hold their bytes. Call it once the work that writes the array has finished.
+  ::testing::AssertionResult guards_intact(const char* what) const {
+    const bool before = std::memcmp(base_, front_.data(), kGuardBytes) == 0;
+    const bool after = std::memcmp(base_ + kHostGuardFloats + n_, back_.data(), kGuardBytes) == 0;
+    if (before && after) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "out-of-bounds write: host memory " << (before ? "" : "before the start ") << (before || after ? "" : "and ")
+           << (after ? "" : "past the end ") << "of " << what << " (" << n_
+           << " floats) changed: a copy of too many bytes, or to the wrong offset";
+  }
 
  private:
-  float* p_ = nullptr;
+  static constexpr std::size_t kGuardBytes = kHostGuardFloats * sizeof(float);
+  float* base_ = nullptr;
   std::size_t n_ = 0;
+  Kind kind_;
+  std::vector<unsigned char> front_, back_;
 };
 
 // Test-owned non-blocking streams, so pipeline tests do not depend on the student's create_streams.
@@ -107,11 +152,11 @@ void make_problem_on_device(float* d_x, float* d_y, std::size_t n, int iters, st
   return ::testing::AssertionSuccess();
 }
 
-// One pipeline problem: pinned input and output, poisoned device buffers (NaN), the expected result.
+// One pipeline problem: pinned input and output and device buffers, each with guard zones, poisoned
+// (NaN) where the pipeline writes; the expected result.
 struct Problem {
-  Problem(std::size_t n, int iters, std::uint64_t seed)
-      : n(n), iters(iters), seed(seed), h_in(n), h_out(n), d_in(std::max<std::size_t>(n, 1)),
-        d_out(std::max<std::size_t>(n, 1)), expected(n) {
+  Problem(std::size_t n, int iters, std::uint64_t seed, HostFloats::Kind kind = HostFloats::kPinned)
+      : n(n), iters(iters), seed(seed), h_in(n, kind), h_out(n, kind), d_in(n), d_out(n), expected(n) {
     // d_in and d_out hold the input and the expected result until poison() below.
     make_problem_on_device(d_in.data(), d_out.data(), n, iters, seed);
     if (n > 0) {
@@ -126,6 +171,7 @@ struct Problem {
     h_out.fill_nan();
     cudalab::poison(d_in);
     cudalab::poison(d_out);
+    CUDA_CHECK(cudaDeviceSynchronize());  // the memsets ran on stream 0, which non-blocking streams ignore
   }
   // h_out against the expected result, element by element (NaN never matches). Compared in place; the
   // output is copied out for AllEqual's message (first wrong indices, seed) only when it differs.
@@ -133,13 +179,43 @@ struct Problem {
     if (std::equal(expected.begin(), expected.end(), h_out.data())) return ::testing::AssertionSuccess();
     return AllEqual(expected, h_out.to_vector(), seed);
   }
+  // Chunk c of h_out holds its expected values (true) / is still untouched, all NaN (see chunk_untouched).
+  bool chunk_done(int chunks, int c) const {
+    const std::size_t begin = chunk_begin(n, chunks, c), end = chunk_begin(n, chunks, c + 1);
+    return std::equal(expected.begin() + begin, expected.begin() + end, h_out.data() + begin);
+  }
+  bool chunk_untouched(int chunks, int c) const {
+    const std::size_t begin = chunk_begin(n, chunks, c), end = chunk_begin(n, chunks, c + 1);
+    return std::all_of(h_out.data() + begin, h_out.data() + end, [](float v) { return std::isnan(v); });
+  }
+  // Nothing outside the four arrays changed (synchronizes the device first).
+  void expect_guards_intact() const {
+    EXPECT_TRUE(d_in.guards_intact("d_in"));
+    EXPECT_TRUE(d_out.guards_intact("d_out"));
+    EXPECT_TRUE(h_in.guards_intact("h_in"));
+    EXPECT_TRUE(h_out.guards_intact("h_out"));
+  }
   std::size_t n;
   int iters;
   std::uint64_t seed;
-  PinnedFloats h_in, h_out;
-  DeviceBuffer<float> d_in, d_out;
+  HostFloats h_in, h_out;
+  GuardedBuffer<float> d_in, d_out;
   std::vector<float> expected;
 };
+
+// Every stream has finished all its work: what a function that "returns only when h_out holds the
+// whole result" leaves behind. Asked right after the call, before anything else synchronizes.
+::testing::AssertionResult StreamsIdle(const std::vector<cudaStream_t>& streams, const char* what) {
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const cudaError_t err = cudaStreamQuery(streams[i]);
+    if (err == cudaSuccess) continue;
+    if (err == cudaErrorNotReady) cudaGetLastError();  // that answer is not an error
+    return ::testing::AssertionFailure()
+           << what << " returned while stream " << i << " still had work (cudaStreamQuery: " << cudaGetErrorName(err)
+           << "): wait for every stream you used before returning, so h_out holds the result";
+  }
+  return ::testing::AssertionSuccess();
+}
 
 __device__ unsigned long long globaltimer_ns() {
   unsigned long long t;
@@ -163,7 +239,8 @@ __global__ void gate_kernel(const volatile int* open, volatile int* outcome, uns
 }
 
 // A kernel that holds a stream until the host opens it: work queued behind it in that stream (or in
-// any stream that synchronizes with it) cannot start. Flags live in mapped pinned host memory.
+// any stream that synchronizes with it) cannot start. Flags live in mapped pinned host memory. One
+// gate may hold several streams (close() on each); open() releases them all.
 class Gate {
  public:
   Gate() {
@@ -192,6 +269,37 @@ class Gate {
 };
 
 constexpr double kGateTimeoutS = 3.0;
+constexpr int kHoldMs = 100;       // how long a held stream stays closed, at least
+constexpr double kHeldMs = 50.0;   // trace times: at least this late means "waited for the gate"
+constexpr int kReadyCapMs = 2000;  // the opener waits at most this long for the free chunks to finish
+
+// Opens a gate from a second thread: after kHoldMs, and once ready() holds (polled each millisecond,
+// at most kReadyCapMs), it calls at_open() (a snapshot of what the held run has done so far) and opens
+// the gate. Opened and joined on scope exit at the latest, so a test that fails early cannot hang.
+class Opener {
+ public:
+  explicit Opener(Gate& gate, std::function<void()> at_open = {}, std::function<bool()> ready = {})
+      : gate_(gate), thread_([this, at_open = std::move(at_open), ready = std::move(ready)] {
+          const auto start = std::chrono::steady_clock::now();
+          std::this_thread::sleep_for(std::chrono::milliseconds(kHoldMs));
+          while (ready && !ready() &&
+                 std::chrono::steady_clock::now() - start < std::chrono::milliseconds(kReadyCapMs)) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          if (at_open) at_open();
+          gate_.open();
+        }) {}
+  Opener(const Opener&) = delete;
+  Opener& operator=(const Opener&) = delete;
+  ~Opener() { join(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  Gate& gate_;
+  std::thread thread_;
+};
 
 // "No use of the legacy default stream": run the pipeline while a gate kernel holds stream 0. A
 // pipeline that stays on its own non-blocking streams finishes with the gate still closed; one that
@@ -225,7 +333,81 @@ void expect_ignores_legacy_stream(Problem& p, const std::function<void()>& run, 
       << "cudaStreamSynchronize (not cudaDeviceSynchronize).";
   EXPECT_EQ(gate.outcome(), 1) << "the gate kernel on stream 0 timed out instead of being opened";
   EXPECT_TRUE(p.output_matches()) << what << " gave a wrong result";
+  p.expect_guards_intact();
 }
+
+// What a leak grows: resident host memory (pinned buffers, the driver's objects: an event costs some
+// 500 bytes of it) and device memory in use (cudaMalloc; a stream holds about half a MiB of it).
+struct Footprint {
+  std::int64_t host_bytes = 0;
+  std::int64_t device_bytes = 0;
+};
+
+Footprint footprint() {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  long size_pages = 0, resident_pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &size_pages, &resident_pages) != 2) resident_pages = 0;
+    std::fclose(f);
+  }
+  return {static_cast<std::int64_t>(resident_pages) * sysconf(_SC_PAGESIZE),
+          static_cast<std::int64_t>(total_bytes - free_bytes)};
+}
+
+// Thresholds well above the noise (cudaMemGetInfo counts in 2 MiB steps) and well below what the
+// leaks they catch grow by in one window: 16 calls of run_three_stage with 1024 chunks that never
+// destroy their events keep 32768 events (~16 MiB of host memory); 8 rounds of 64 streams that are
+// never destroyed keep 512 streams (~280 MiB of device memory); a leaked n-float buffer per call, 16 x 4 MiB.
+constexpr std::int64_t kLeakHostBytes = std::int64_t{4} << 20;
+constexpr std::int64_t kLeakDeviceBytes = std::int64_t{32} << 20;
+
+// Calls `call` twice (lazy loading, the driver's pools grow to their working size), then `calls` times
+// more: what they leave behind must not grow. Growth is confirmed in a second window before it counts,
+// so another process allocating on the same GPU at that moment is not taken for a leak.
+::testing::AssertionResult ReleasesResources(const char* what, int calls, const std::function<void()>& call) {
+  call();
+  call();
+  std::int64_t host_growth = 0, device_growth = 0;
+  for (int window = 0; window < 2; ++window) {
+    const Footprint before = footprint();
+    for (int k = 0; k < calls; ++k) call();
+    const Footprint after = footprint();
+    host_growth = after.host_bytes - before.host_bytes;
+    device_growth = after.device_bytes - before.device_bytes;
+    if (host_growth < kLeakHostBytes && device_growth < kLeakDeviceBytes) return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << calls << " more calls of " << what << " kept " << host_growth / 1024 << " KiB more host memory and "
+         << device_growth / 1024 << " KiB more device memory, twice in a row: something is created and never "
+         << "released (cudaStreamDestroy for every stream, cudaEventDestroy for every event, cudaFree / "
+         << "cudaFreeHost for every buffer)";
+}
+
+// Concurrency tests: a gate kernel holds one stream while others run. compute-sanitizer (small mode)
+// runs kernels one at a time, so these need the full run.
+class ConcurrentTest : public cudalab::GpuTest {
+ protected:
+  void SetUp() override {
+    cudalab::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    if (cudalab::small_mode()) CUDALAB_SKIP("small mode (CUDALAB_SMALL): needs kernels to run concurrently");
+  }
+  static constexpr std::size_t kN = (std::size_t{1} << 22) + 5;
+};
+
+// Resource tests count memory across many calls; compute-sanitizer keeps memory of its own.
+class StreamsResourcesCorrectness : public cudalab::GpuTest {
+ protected:
+  void SetUp() override {
+    cudalab::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    if (cudalab::small_mode()) CUDALAB_SKIP("small mode (CUDALAB_SMALL): leak checks need the plain run");
+  }
+  static constexpr std::size_t kN = (std::size_t{1} << 20) + 3;
+  static constexpr int kCalls = 16;
+};
 
 struct PipeCase {
   std::size_t n;
@@ -241,35 +423,52 @@ std::string pipe_case_name(const ::testing::TestParamInfo<PipeCase>& info) {
          std::to_string(info.param.chunks);
 }
 
-// Chunk counts that do not divide n, 1 to 16 streams, fewer streams than chunks and more.
+// Chunk counts that do not divide n, 1 to 16 streams, fewer streams than chunks and more; n = 0 (nothing
+// to do), and more chunks than elements (some chunks are empty).
 const std::vector<PipeCase> kPipeCases = {
-    {1, 1, 1},           {1000, 3, 7},         {4099, 16, 16},       {65531, 2, 9},
-    {65531, 5, 3},       {(1u << 20) + 3, 4, 16}, {(1u << 20) + 3, 16, 5}, {(1u << 22) + 1, 1, 13},
-    {(1u << 22) + 1, 7, 64}, {(1u << 24) + 3, 8, 24}, {(1u << 24) + 3, 16, 16},
+    {0, 3, 4},           {1, 1, 1},            {5, 2, 8},            {1000, 3, 7},
+    {4099, 16, 16},      {65531, 2, 9},        {65531, 5, 3},        {(1u << 20) + 3, 4, 16},
+    {(1u << 20) + 3, 16, 5}, {(1u << 22) + 1, 1, 13}, {(1u << 22) + 1, 7, 64}, {(1u << 24) + 3, 8, 24},
+    {(1u << 24) + 3, 16, 16},
 };
 
 // --- Task 1: serial ------------------------------------------------------------------------------
 
 class StreamsSerialCorrectness : public cudalab::GpuTestWithParam<std::size_t> {};
 
+// Pageable host buffers (std::vector-like): cudaMemcpy to them returns once the data is there.
 TEST_P(StreamsSerialCorrectness, MatchesCpu) {
   const std::size_t n = GetParam();
   CUDALAB_SKIP_IF_LARGE(n);
-  DeviceBuffer<float> d_in(n), d_out(n);
-  make_problem_on_device(d_in.data(), d_out.data(), n, kIters, kSeed + n);
-  const std::vector<float> in = d_in.to_host();  // pageable host memory is fine here
-  const std::vector<float> expected = d_out.to_host();
-  EXPECT_TRUE(KernelMatchesCpu(in.data(), d_out.data(), n, kIters));
-  std::vector<float> out(n, std::numeric_limits<float>::quiet_NaN());
-  cudalab::poison(d_in);
-  cudalab::poison(d_out);
-  run_serial(in.data(), out.data(), d_in.data(), d_out.data(), n, kIters);
-  EXPECT_TRUE(AllEqual(expected, out, kSeed + n));
+  Problem p(n, kIters, kSeed + n, HostFloats::kPageable);
+  run_serial(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), n, kIters);
+  EXPECT_TRUE(p.output_matches());
+  p.expect_guards_intact();
+}
+
+// Pinned host buffers: an asynchronous copy back to them returns at once, so the function must wait
+// for it. Checked right after the call: stream 0 is idle and h_out already holds the result.
+TEST_P(StreamsSerialCorrectness, PinnedReturnsWhenDone) {
+  const std::size_t n = GetParam();
+  CUDALAB_SKIP_IF_LARGE(n);
+  Problem p(n, kIters, kSeed + 7 * n + 1);
+  run_serial(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), n, kIters);
+  EXPECT_TRUE(StreamsIdle({cudaStreamLegacy}, "run_serial"));
+  EXPECT_TRUE(p.output_matches()) << "read right after run_serial returned, with pinned h_out";
+  p.expect_guards_intact();
 }
 INSTANTIATE_TEST_SUITE_P(, StreamsSerialCorrectness,
-                         ::testing::Values(std::size_t{1}, std::size_t{1000}, std::size_t{65531},
+                         ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{65531},
                                            (std::size_t{1} << 20) + 3, (std::size_t{1} << 24) + 1),
                          cudalab::SizeName());
+
+TEST_F(StreamsResourcesCorrectness, Serial) {
+  Problem p(kN, kIters, kSeed + 11);
+  EXPECT_TRUE(ReleasesResources("run_serial", kCalls, [&] {
+    run_serial(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), kN, kIters);
+  }));
+  EXPECT_TRUE(p.output_matches());
+}
 
 // --- Task 2: streams -----------------------------------------------------------------------------
 
@@ -294,7 +493,19 @@ TEST_P(StreamsCreateCorrectness, NonBlocking) {
   destroy_streams(streams);
   CUDA_CHECK(cudaDeviceSynchronize());
 }
-INSTANTIATE_TEST_SUITE_P(, StreamsCreateCorrectness, ::testing::Values(1, 4, 16), cudalab::SizeName());
+INSTANTIATE_TEST_SUITE_P(, StreamsCreateCorrectness, ::testing::Values(0, 1, 4, 16), cudalab::SizeName());
+
+// Every stream holds device memory until it is destroyed: 8 more rounds of 64 streams that are never
+// destroyed keep some 280 MiB.
+TEST_F(StreamsResourcesCorrectness, Streams) {
+  constexpr int kStreams = 64;
+  constexpr int kRounds = 8;
+  EXPECT_TRUE(ReleasesResources("create_streams(64) then destroy_streams", kRounds, [&] {
+    const std::vector<cudaStream_t> streams = create_streams(kStreams);
+    ASSERT_EQ(streams.size(), static_cast<std::size_t>(kStreams));
+    destroy_streams(streams);
+  }));
+}
 
 // --- Task 3: pipeline ----------------------------------------------------------------------------
 
@@ -306,22 +517,15 @@ TEST_P(StreamsPipelineCorrectness, MatchesCpu) {
   Problem p(c.n, kIters, kSeed + 2 * c.n + c.chunks);
   OwnStreams streams(c.streams);
   run_pipelined(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), c.n, kIters, c.chunks, streams.get());
+  EXPECT_TRUE(StreamsIdle(streams.get(), "run_pipelined"));
   EXPECT_TRUE(p.output_matches())
       << c.streams << " streams, " << c.chunks << " chunks (NaN: never copied back, or computed on input that had "
       << "not arrived)";
+  p.expect_guards_intact();
 }
 INSTANTIATE_TEST_SUITE_P(, StreamsPipelineCorrectness, ::testing::ValuesIn(kPipeCases), pipe_case_name);
 
-class StreamsLegacyCorrectness : public cudalab::GpuTest {
- protected:
-  void SetUp() override {
-    cudalab::GpuTest::SetUp();
-    if (IsSkipped()) return;
-    // compute-sanitizer runs kernels one at a time, so the gate would hold everything.
-    if (cudalab::small_mode()) CUDALAB_SKIP("small mode (CUDALAB_SMALL): needs kernels to run concurrently");
-  }
-  static constexpr std::size_t kN = (std::size_t{1} << 22) + 5;
-};
+class StreamsLegacyCorrectness : public ConcurrentTest {};
 
 TEST_F(StreamsLegacyCorrectness, PipelineIgnoresLegacyStream) {
   Problem p(kN, kIters, kSeed + 31);
@@ -332,6 +536,121 @@ TEST_F(StreamsLegacyCorrectness, PipelineIgnoresLegacyStream) {
         run_pipelined(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), kN, kIters, 8, streams.get());
       },
       "run_pipelined");
+}
+
+// Chunk c goes to streams[c % streams.size()], and the function waits for every stream: a gate holds
+// streams[1] for 100 ms. Meanwhile the chunks of the other streams must come back, those of streams[1]
+// must not (they wait behind the gate), and the function must not return before the gate opens.
+class StreamsHeldCorrectness : public ConcurrentTest {
+ protected:
+  static constexpr std::size_t kHeldN = (std::size_t{1} << 20) + 3;
+  static constexpr int kStreams = 3, kChunks = 8, kHeldStream = 1;
+  static bool held(int c) { return c % kStreams == kHeldStream; }
+};
+
+TEST_F(StreamsHeldCorrectness, PipelineChunksGoToTheirStreams) {
+  Problem p(kHeldN, kIters, kSeed + 37);
+  OwnStreams streams(kStreams);
+  auto run = [&] {
+    run_pipelined(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), kHeldN, kIters, kChunks,
+                  streams.get());
+  };
+  run();  // warm-up (lazy loading), see expect_ignores_legacy_stream
+  p.poison();
+
+  std::vector<int> done_at_open(kChunks, -1), untouched_at_open(kChunks, -1);
+  Gate gate;
+  gate.close(streams[kHeldStream], kGateTimeoutS);
+  {
+    Opener opener(
+        gate,
+        [&] {
+          for (int c = 0; c < kChunks; ++c) {
+            done_at_open[c] = p.chunk_done(kChunks, c) ? 1 : 0;
+            untouched_at_open[c] = p.chunk_untouched(kChunks, c) ? 1 : 0;
+          }
+        },
+        [&] {
+          for (int c = 0; c < kChunks; ++c) {
+            if (!held(c) && !p.chunk_done(kChunks, c)) return false;
+          }
+          return true;
+        });
+    run();
+    EXPECT_TRUE(StreamsIdle(streams.get(), "run_pipelined (with streams[1] held back for 100 ms)"));
+    EXPECT_TRUE(p.output_matches()) << "read right after run_pipelined returned, with streams[1] held back for 100 ms";
+  }
+  EXPECT_EQ(gate.outcome(), 1) << "the gate timed out instead of being opened";
+  std::vector<int> expect_done(kChunks), expect_untouched(kChunks);
+  for (int c = 0; c < kChunks; ++c) {
+    expect_done[c] = held(c) ? 0 : 1;
+    expect_untouched[c] = held(c) ? 1 : 0;
+  }
+  EXPECT_TRUE(AllEqual(expect_done, done_at_open, p.seed))
+      << "1 = chunk c was back in h_out while streams[1] was held (index = chunk): chunk c must go to "
+         "streams[c % streams.size()], so with 3 streams chunks 1, 4 and 7 wait and the others do not";
+  EXPECT_TRUE(AllEqual(expect_untouched, untouched_at_open, p.seed))
+      << "1 = chunk c of h_out was still untouched while streams[1] was held (index = chunk)";
+  p.expect_guards_intact();
+}
+
+TEST_F(StreamsResourcesCorrectness, Pipeline) {
+  Problem p(kN, kIters, kSeed + 13);
+  OwnStreams streams(4);
+  EXPECT_TRUE(ReleasesResources("run_pipelined", kCalls, [&] {
+    run_pipelined(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), kN, kIters, 8, streams.get());
+  }));
+  EXPECT_TRUE(p.output_matches());
+}
+
+// Element offsets beyond 2^31: chunk offsets held in an int go wrong here. Inputs are made on the GPU,
+// and the result is checked there (copied back into d_in next to the expected result in d_out).
+class StreamsLargeCorrectness : public cudalab::GpuTest {};
+
+TEST_F(StreamsLargeCorrectness, PipelineBeyond2To31) {
+  constexpr std::size_t n = (std::size_t{1} << 31) + 4099;
+  constexpr int kStreams = 4, kChunks = 16;
+  CUDALAB_SKIP_IF_LARGE(n);
+  const std::size_t bytes = n * sizeof(float);
+  CUDALAB_SKIP_UNLESS_GPU_MEMORY(2 * bytes);
+  std::unique_ptr<HostFloats> h_in, h_out;
+  try {
+    h_in = std::make_unique<HostFloats>(n);
+    h_out = std::make_unique<HostFloats>(n);
+  } catch (const cudalab::CudaError& e) {
+    cudaGetLastError();
+    CUDALAB_SKIP("could not pin 2 x " << (bytes >> 20) << " MiB of host memory: " << e.what());
+  }
+  GuardedBuffer<float> d_in(n), d_out(n);
+  const std::uint64_t seed = kSeed + 97;
+  cudalab::random_fill(d_in.data(), n, seed, 1.0f, 2.0f);
+  CUDA_CHECK(cudaMemcpy(h_in->data(), d_in.data(), bytes, cudaMemcpyDeviceToHost));
+  cudalab::poison(d_out);  // NaN into h_out too: poisoning 8 GiB on the host would take seconds
+  CUDA_CHECK(cudaMemcpy(h_out->data(), d_out.data(), bytes, cudaMemcpyDeviceToHost));
+  cudalab::poison(d_in);
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  OwnStreams streams(kStreams);
+  run_pipelined(h_in->data(), h_out->data(), d_in.data(), d_out.data(), n, kIters, kChunks, streams.get());
+  EXPECT_TRUE(StreamsIdle(streams.get(), "run_pipelined"));
+  EXPECT_TRUE(d_in.guards_intact("d_in"));
+  EXPECT_TRUE(d_out.guards_intact("d_out"));
+  EXPECT_TRUE(h_out->guards_intact("h_out"));
+
+  // Expected into d_out (the input made again, the test's kernel), the result into d_in.
+  cudalab::random_fill(d_in.data(), n, seed, 1.0f, 2.0f);
+  launch_work(d_in.data(), d_out.data(), n, kIters, nullptr);
+  CUDA_CHECK(cudaMemcpy(d_in.data(), h_out->data(), bytes, cudaMemcpyHostToDevice));
+  const auto first = thrust::mismatch(thrust::device, d_out.data(), d_out.data() + n, d_in.data());
+  const auto i = static_cast<std::size_t>(first.first - d_out.data());
+  if (i < n) {
+    float expected = 0.0f, actual = 0.0f;
+    CUDA_CHECK(cudaMemcpy(&expected, d_out.data() + i, sizeof(float), cudaMemcpyDeviceToHost));
+    actual = h_out->data()[i];
+    ADD_FAILURE() << "n = " << n << " (2^31 + 4099), " << kChunks << " chunks on " << kStreams
+                  << " streams: the first wrong element is h_out[" << i << "] = " << actual << ", expected "
+                  << expected << " (offsets beyond 2^31 need std::size_t, not int)";
+  }
 }
 
 // --- Task 4: three stages, events between them -----------------------------------------------------
@@ -356,18 +675,22 @@ TEST_P(StreamsThreeStageCorrectness, MatchesCpu) {
   OwnStreams s(3);
   run_three_stage(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), c.n, kIters, c.chunks, s[0], s[1],
                   s[2]);
+  EXPECT_TRUE(StreamsIdle(s.get(), "run_three_stage"));
   EXPECT_TRUE(p.output_matches()) << c.chunks << " chunks";
+  p.expect_guards_intact();
 }
 INSTANTIATE_TEST_SUITE_P(, StreamsThreeStageCorrectness,
-                         ::testing::Values(StageCase{1, 1}, StageCase{1000, 7}, StageCase{65531, 9},
-                                           StageCase{(1u << 20) + 3, 16}, StageCase{(1u << 24) + 3, 24}),
+                         ::testing::Values(StageCase{0, 4}, StageCase{1, 1}, StageCase{5, 8}, StageCase{1000, 7},
+                                           StageCase{65531, 9}, StageCase{(1u << 20) + 3, 16},
+                                           StageCase{(1u << 24) + 3, 24}),
                          stage_case_name);
 
 // The dependencies, made visible: hold one stage's stream closed for 100 ms with a gate. Without a
-// cudaStreamWaitEvent, the next stage runs on data that is not there yet (NaN), every time.
-class StreamsEventsCorrectness : public StreamsLegacyCorrectness {
+// cudaStreamWaitEvent, the next stage runs on data that is not there yet (NaN), every time. Holding
+// the last stage shows a function that returns before its copies back are done.
+class StreamsEventsCorrectness : public ConcurrentTest {
  protected:
-  enum class Hold { kH2d, kCompute };
+  enum class Hold { kH2d, kCompute, kD2h };
   void run_held(Hold hold) {
     Problem p(kN, kIters, kSeed + 41);
     OwnStreams s(3);
@@ -376,29 +699,31 @@ class StreamsEventsCorrectness : public StreamsLegacyCorrectness {
     };
     run();  // warm-up (lazy loading), see expect_ignores_legacy_stream
     p.poison();
-    CUDA_CHECK(cudaDeviceSynchronize());
 
     Gate gate;
-    gate.close(hold == Hold::kH2d ? s[0] : s[1], kGateTimeoutS);
-    std::thread opener([&gate] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      gate.open();
-    });
-    run();
-    opener.join();
-    for (int i = 0; i < 3; ++i) CUDA_CHECK(cudaStreamSynchronize(s[i]));
+    gate.close(s[hold == Hold::kH2d ? 0 : hold == Hold::kCompute ? 1 : 2], kGateTimeoutS);
+    {
+      Opener opener(gate);
+      run();
+      EXPECT_TRUE(StreamsIdle(s.get(), "run_three_stage (with one stage held back for 100 ms)"));
+      EXPECT_TRUE(p.output_matches())
+          << (hold == Hold::kH2d
+                  ? "with the H2D stream held back for 100 ms, the kernels did not wait for their input: make "
+                    "s_compute wait (cudaStreamWaitEvent) for an event recorded on s_h2d after the chunk's copy"
+              : hold == Hold::kCompute
+                  ? "with the compute stream held back for 100 ms, the copies back did not wait for the kernels: "
+                    "make s_d2h wait (cudaStreamWaitEvent) for an event recorded on s_compute after the chunk's kernel"
+                  : "with the D2H stream held back for 100 ms, h_out was read right after run_three_stage returned: "
+                    "wait for s_d2h, the last stage, before returning");
+    }
     EXPECT_EQ(gate.outcome(), 1) << "the gate timed out instead of being opened";
-    EXPECT_TRUE(p.output_matches())
-        << (hold == Hold::kH2d
-                ? "with the H2D stream held back for 100 ms, the kernels did not wait for their input: make s_compute "
-                  "wait (cudaStreamWaitEvent) for an event recorded on s_h2d after the chunk's copy"
-                : "with the compute stream held back for 100 ms, the copies back did not wait for the kernels: make "
-                  "s_d2h wait (cudaStreamWaitEvent) for an event recorded on s_compute after the chunk's kernel");
+    p.expect_guards_intact();
   }
 };
 
 TEST_F(StreamsEventsCorrectness, KernelWaitsForItsCopyIn) { run_held(Hold::kH2d); }
 TEST_F(StreamsEventsCorrectness, CopyOutWaitsForItsKernel) { run_held(Hold::kCompute); }
+TEST_F(StreamsEventsCorrectness, ReturnsWhenCopiesBackAreDone) { run_held(Hold::kD2h); }
 
 TEST_F(StreamsEventsCorrectness, ThreeStageIgnoresLegacyStream) {
   Problem p(kN, kIters, kSeed + 43);
@@ -409,6 +734,20 @@ TEST_F(StreamsEventsCorrectness, ThreeStageIgnoresLegacyStream) {
         run_three_stage(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), kN, kIters, 8, s[0], s[1], s[2]);
       },
       "run_three_stage");
+}
+
+// Events the function creates must be destroyed: 16 calls with 1024 chunks that leak their two events
+// per chunk keep 32768 events, some 16 MiB of host memory.
+TEST_F(StreamsResourcesCorrectness, ThreeStage) {
+  constexpr std::size_t n = std::size_t{1} << 16;
+  constexpr int kChunks = 1024;
+  Problem p(n, kIters, kSeed + 47);
+  OwnStreams s(3);
+  EXPECT_TRUE(ReleasesResources("run_three_stage with 1024 chunks", kCalls, [&] {
+    run_three_stage(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), n, kIters, kChunks, s[0], s[1],
+                    s[2]);
+  }));
+  EXPECT_TRUE(p.output_matches());
 }
 
 // --- Task 5: host callback -----------------------------------------------------------------------
@@ -425,7 +764,16 @@ struct CallbackLog {
   int out_of_range = 0;
 };
 
+// The log of the run in progress. on_chunk_done uses its `user` argument only when it is this log, so a
+// callback handed a wrong pointer (or one that runs after its test ended) is counted, not followed.
+std::atomic<CallbackLog*> g_active_log{nullptr};
+std::atomic<int> g_wrong_user{0};
+
 void on_chunk_done(int chunk, void* user) {
+  if (user == nullptr || user != g_active_log.load()) {
+    g_wrong_user.fetch_add(1);
+    return;
+  }
   auto* log = static_cast<CallbackLog*>(user);
   const bool in_range = chunk >= 0 && chunk < log->chunks;
   bool ready = false;
@@ -444,15 +792,40 @@ void on_chunk_done(int chunk, void* user) {
 }
 
 void run_with_log(Problem& p, CallbackLog& log, const std::vector<cudaStream_t>& streams, int chunks) {
-  log.h_out = p.h_out.data();
-  log.expected = &p.expected;
-  log.n = p.n;
-  log.chunks = chunks;
-  log.calls.assign(chunks, 0);
-  log.ready.assign(chunks, 0);
-  log.out_of_range = 0;
+  {
+    std::lock_guard<std::mutex> lock(log.mutex);
+    log.h_out = p.h_out.data();
+    log.expected = &p.expected;
+    log.n = p.n;
+    log.chunks = chunks;
+    log.calls.assign(chunks, 0);
+    log.ready.assign(chunks, 0);
+    log.out_of_range = 0;
+  }
+  g_wrong_user = 0;
+  g_active_log = &log;
   run_pipelined_with_callback(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), p.n, p.iters, chunks,
                               streams, on_chunk_done, &log);
+}
+
+// Waits for callbacks that may still be queued (a wrong solution's), then retires the log.
+void retire_log() {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  g_active_log = nullptr;
+}
+
+// The checks of one run, made right after run_pipelined_with_callback returned.
+void expect_callbacks_ran(CallbackLog& log, int chunks, std::uint64_t seed) {
+  std::lock_guard<std::mutex> lock(log.mutex);  // every callback has run: the function waited for its streams
+  EXPECT_EQ(g_wrong_user.load(), 0) << "on_done was called with a user pointer other than the one given to "
+                                       "run_pipelined_with_callback: pass each chunk's `user` on unchanged";
+  EXPECT_TRUE(AllEqual(std::vector<int>(chunks, 1), log.calls, seed))
+      << "calls of on_done per chunk (index = chunk): each chunk's callback must run exactly once, before "
+         "run_pipelined_with_callback returns";
+  EXPECT_TRUE(AllEqual(std::vector<int>(chunks, 1), log.ready, seed))
+      << "1 = the chunk's results were in h_out when its callback ran; 0 = the callback ran before its D2H copy "
+         "was done: enqueue it after the copy, in the same stream";
+  EXPECT_EQ(log.out_of_range, 0) << "on_done was called with a chunk index outside 0.." << chunks - 1;
 }
 
 class StreamsCallbackCorrectness : public cudalab::GpuTestWithParam<PipeCase> {};
@@ -464,19 +837,16 @@ TEST_P(StreamsCallbackCorrectness, OncePerChunkAfterItsCopy) {
   OwnStreams streams(c.streams);
   CallbackLog log;
   run_with_log(p, log, streams.get(), c.chunks);
-  std::lock_guard<std::mutex> lock(log.mutex);  // every callback has run: the function waited for its streams
-  EXPECT_TRUE(AllEqual(std::vector<int>(c.chunks, 1), log.calls, p.seed))
-      << "calls of on_done per chunk (index = chunk): each chunk's callback must run exactly once, before "
-         "run_pipelined_with_callback returns";
-  EXPECT_TRUE(AllEqual(std::vector<int>(c.chunks, 1), log.ready, p.seed))
-      << "1 = the chunk's results were in h_out when its callback ran; 0 = the callback ran before its D2H copy "
-         "was done: enqueue it after the copy, in the same stream";
-  EXPECT_EQ(log.out_of_range, 0) << "on_done was called with a chunk index outside 0.." << c.chunks - 1;
+  EXPECT_TRUE(StreamsIdle(streams.get(), "run_pipelined_with_callback"));
+  expect_callbacks_ran(log, c.chunks, p.seed);
   EXPECT_TRUE(p.output_matches());
+  retire_log();
+  p.expect_guards_intact();
 }
 INSTANTIATE_TEST_SUITE_P(, StreamsCallbackCorrectness,
-                         ::testing::Values(PipeCase{1, 1, 1}, PipeCase{1000, 3, 7}, PipeCase{65531, 4, 16},
-                                           PipeCase{(1u << 22) + 1, 8, 33}, PipeCase{(1u << 24) + 3, 16, 16}),
+                         ::testing::Values(PipeCase{1, 1, 1}, PipeCase{5, 2, 8}, PipeCase{1000, 3, 7},
+                                           PipeCase{65531, 4, 16}, PipeCase{(1u << 22) + 1, 8, 33},
+                                           PipeCase{(1u << 24) + 3, 16, 16}),
                          pipe_case_name);
 
 TEST_F(StreamsLegacyCorrectness, CallbackPipelineIgnoresLegacyStream) {
@@ -484,6 +854,59 @@ TEST_F(StreamsLegacyCorrectness, CallbackPipelineIgnoresLegacyStream) {
   OwnStreams streams(4);
   CallbackLog log;
   expect_ignores_legacy_stream(p, [&] { run_with_log(p, log, streams.get(), 8); }, "run_pipelined_with_callback");
+  expect_callbacks_ran(log, 8, p.seed);
+  retire_log();
+}
+
+// As PipelineChunksGoToTheirStreams: while streams[1] is held, the callbacks of the other streams' chunks
+// have run (each once, with its chunk back), those of streams[1] have not.
+TEST_F(StreamsHeldCorrectness, CallbackRunsWhenItsChunkIsBack) {
+  Problem p(kHeldN, kIters, kSeed + 57);
+  OwnStreams streams(kStreams);
+  CallbackLog log;
+  run_with_log(p, log, streams.get(), kChunks);  // warm-up (lazy loading), see expect_ignores_legacy_stream
+  retire_log();
+  p.poison();
+
+  std::vector<int> calls_at_open;
+  Gate gate;
+  gate.close(streams[kHeldStream], kGateTimeoutS);
+  {
+    Opener opener(
+        gate,
+        [&] {
+          std::lock_guard<std::mutex> lock(log.mutex);
+          calls_at_open = log.calls;
+        },
+        [&] {
+          std::lock_guard<std::mutex> lock(log.mutex);
+          for (int c = 0; c < kChunks; ++c) {
+            if (!held(c) && log.calls[c] == 0) return false;
+          }
+          return true;
+        });
+    run_with_log(p, log, streams.get(), kChunks);
+    EXPECT_TRUE(StreamsIdle(streams.get(), "run_pipelined_with_callback (with streams[1] held back for 100 ms)"));
+    expect_callbacks_ran(log, kChunks, p.seed);
+  }
+  EXPECT_EQ(gate.outcome(), 1) << "the gate timed out instead of being opened";
+  std::vector<int> expect_calls(kChunks);
+  for (int c = 0; c < kChunks; ++c) expect_calls[c] = held(c) ? 0 : 1;
+  EXPECT_TRUE(AllEqual(expect_calls, calls_at_open, p.seed))
+      << "calls of on_done per chunk while streams[1] was held (index = chunk): chunk c's callback goes into "
+         "chunk c's stream, streams[c % streams.size()], right after its D2H copy";
+  EXPECT_TRUE(p.output_matches());
+  retire_log();
+  p.expect_guards_intact();
+}
+
+TEST_F(StreamsResourcesCorrectness, Callback) {
+  Problem p(kN, kIters, kSeed + 59);
+  OwnStreams streams(4);
+  CallbackLog log;
+  EXPECT_TRUE(ReleasesResources("run_pipelined_with_callback", kCalls, [&] { run_with_log(p, log, streams.get(), 8); }));
+  EXPECT_TRUE(p.output_matches());
+  retire_log();
 }
 
 // --- Task 6: trace -------------------------------------------------------------------------------
@@ -504,16 +927,42 @@ std::vector<float> trace_times(const std::vector<cudaEvent_t>& trace, std::strin
   return t;
 }
 
+// Milliseconds one copy of `bytes` takes alone (the fastest of three), on a stream of its own.
+double copy_alone_ms(float* dst, const float* src, std::size_t bytes, cudaMemcpyKind kind) {
+  OwnStreams s(1);
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  float best = std::numeric_limits<float>::max();
+  for (int rep = 0; rep < 3; ++rep) {
+    CUDA_CHECK(cudaEventRecord(start, s[0]));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s[0]));
+    CUDA_CHECK(cudaEventRecord(stop, s[0]));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    best = std::min(best, ms);
+  }
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  return best;
+}
+
 class StreamsTraceCorrectness : public cudalab::GpuTest {};
 
-// The events must bracket each stage in order. A copy of 16 MiB cannot take less than 8 us even at
-// 2 TB/s (PCIe moves ~55 GB/s), so a copy bracketed by events recorded next to each other shows.
+// The events must bracket each stage in order. Each copy's pair of events must lie at least half as far
+// apart as the same copy takes alone (measured here, in this run): events recorded next to each other,
+// or on another stream, do not.
 TEST_F(StreamsTraceCorrectness, EventsBracketEachStage) {
   const std::size_t n = std::size_t{1} << 24;
   CUDALAB_SKIP_IF_LARGE(n);
   const int chunks = 4;
   Problem p(n, kIters, kSeed + 61);
   OwnStreams streams(4);
+  const std::size_t chunk_bytes = (n / chunks) * sizeof(float);
+  const double h2d_ms = copy_alone_ms(p.d_in.data(), p.h_in.data(), chunk_bytes, cudaMemcpyHostToDevice);
+  const double d2h_ms = copy_alone_ms(p.h_out.data(), p.d_in.data(), chunk_bytes, cudaMemcpyDeviceToHost);
+  p.poison();
   std::vector<cudaEvent_t> trace(4 * chunks);
   for (auto& e : trace) CUDA_CHECK(cudaEventCreate(&e));
   run_pipelined(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), n, kIters, chunks, streams.get(),
@@ -523,16 +972,64 @@ TEST_F(StreamsTraceCorrectness, EventsBracketEachStage) {
   const auto t = trace_times(trace, &problem);
   for (auto e : trace) CUDA_CHECK(cudaEventDestroy(e));
   ASSERT_FALSE(t.empty()) << problem;
-  const double min_copy_ms = (n / chunks) * sizeof(float) / 2e12 * 1e3;
   for (int c = 0; c < chunks; ++c) {
     const float* m = &t[4 * c];
     EXPECT_TRUE(m[0] <= m[1] && m[1] <= m[2] && m[2] <= m[3])
         << "chunk " << c << ": trace times " << m[0] << ", " << m[1] << ", " << m[2] << ", " << m[3]
         << " ms are out of order (before H2D, after H2D, after kernel, after D2H)";
-    EXPECT_GE(m[1] - m[0], min_copy_ms) << "chunk " << c << ": trace[4c] and trace[4c + 1] do not bracket its H2D copy";
-    EXPECT_GE(m[3] - m[2], min_copy_ms) << "chunk " << c << ": trace[4c + 2] and trace[4c + 3] do not bracket its D2H copy";
+    EXPECT_GE(m[1] - m[0], 0.5 * h2d_ms) << "chunk " << c << ": trace[4c] and trace[4c + 1] do not bracket its H2D "
+                                         << "copy (alone, that copy takes " << h2d_ms << " ms)";
+    EXPECT_GE(m[3] - m[2], 0.5 * d2h_ms) << "chunk " << c << ": trace[4c + 2] and trace[4c + 3] do not bracket its "
+                                         << "D2H copy (alone, that copy takes " << d2h_ms << " ms)";
   }
   EXPECT_TRUE(p.output_matches());
+  p.expect_guards_intact();
+}
+
+// The events go into chunk c's stream: with streams[1] held for 100 ms, the events of its chunks fire
+// only after the gate opens, and those of the other chunks long before.
+TEST_F(StreamsTraceCorrectness, EventsRecordedOnTheChunksStream) {
+  if (cudalab::small_mode()) CUDALAB_SKIP("small mode (CUDALAB_SMALL): needs kernels to run concurrently");
+  const std::size_t n = (std::size_t{1} << 20) + 3;
+  constexpr int kStreams = 3, kChunks = 6, kHeldStream = 1;
+  Problem p(n, kIters, kSeed + 67);
+  OwnStreams streams(kStreams);
+  std::vector<cudaEvent_t> trace(4 * kChunks);
+  for (auto& e : trace) CUDA_CHECK(cudaEventCreate(&e));
+  auto run = [&] {
+    run_pipelined(p.h_in.data(), p.h_out.data(), p.d_in.data(), p.d_out.data(), n, kIters, kChunks, streams.get(),
+                  trace.data());
+  };
+  run();  // warm-up (lazy loading), see expect_ignores_legacy_stream
+  p.poison();
+  Gate gate;
+  gate.close(streams[kHeldStream], kGateTimeoutS);
+  {
+    Opener opener(gate);
+    run();
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(gate.outcome(), 1) << "the gate timed out instead of being opened";
+  std::string problem;
+  const auto t = trace_times(trace, &problem);
+  for (auto e : trace) CUDA_CHECK(cudaEventDestroy(e));
+  ASSERT_FALSE(t.empty()) << problem;
+  for (int c = 0; c < kChunks; ++c) {
+    const bool held = c % kStreams == kHeldStream;
+    for (int k = 0; k < 4; ++k) {
+      if (held) {
+        EXPECT_GE(t[4 * c + k], kHeldMs) << "trace[" << 4 * c + k << "] (chunk " << c << ", on streams[1], held for "
+                                         << kHoldMs << " ms) fired " << t[4 * c + k] << " ms after trace[0]: record "
+                                         << "chunk c's events on its stream, streams[c % streams.size()]";
+      } else {
+        EXPECT_LT(t[4 * c + k], kHeldMs) << "trace[" << 4 * c + k << "] (chunk " << c << ", not on the held stream) "
+                                         << "fired only " << t[4 * c + k] << " ms after trace[0], after streams[1] "
+                                         << "was released: record chunk c's events on streams[c % streams.size()]";
+      }
+    }
+  }
+  EXPECT_TRUE(p.output_matches());
+  p.expect_guards_intact();
 }
 
 // --- Perf ----------------------------------------------------------------------------------------
@@ -565,15 +1062,15 @@ void serial_baseline(const float* h_in, float* h_out, float* d_in, float* d_out,
 // The perf tests' pinned input and output, made on first use and shared by both tests (freed after the
 // suite): pinning 2 x 256 MiB, and releasing it, is a good part of a second and not what is measured.
 struct PerfHostBuffers {
-  PinnedFloats h_in{kPerfN}, h_out{kPerfN};
+  HostFloats h_in{kPerfN}, h_out{kPerfN};
 };
 
 // End-to-end milliseconds: the pipeline (impl) beside the serial flow and the three components, all
 // measured in this run. The floor is the pipeline bound max(H2D, K, D2H) + (sum - max) / chunks.
 void time_pipeline(PerfHostBuffers& host, int iters, const std::string& label) {
   const std::size_t n = kPerfN;
-  PinnedFloats& h_in = host.h_in;
-  PinnedFloats& h_out = host.h_out;
+  HostFloats& h_in = host.h_in;
+  HostFloats& h_out = host.h_out;
   DeviceBuffer<float> d_in(n), d_out(n), d_ref(n), d_check(n);
   OwnStreams streams(kPerfStreams);
   OwnStreams stages(3);
