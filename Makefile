@@ -8,7 +8,7 @@ PRESET ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo default || echo ci)
 PY = $(shell cat build/.python 2>/dev/null || echo $(PYTHON))
 GRADER = $(PY) -m grader
 
-.PHONY: help python-env doctor build grade demo check skeleton mutants test test-labs test-python clean
+.PHONY: help python-env doctor build grade demo check skeleton mutants test test-labs test-python slurm-check clean
 
 help: ## this list
 	@echo "make VERB [LAB=06] [PRESET=default|ci|debug] [OUT=reports]"
@@ -60,6 +60,10 @@ test-labs: python-env ## build every lab, check the rubrics and skeletons, run t
 
 test-python: python-env ## the grader's own tests (pytest, with the Python of .venv)
 	@if [ -d grader/tests ]; then $(PY) -m pytest -q grader/tests; else echo "no grader/tests in this copy"; fi
+
+# Not part of make test: it needs root, installs and starts a single-node Slurm, and takes minutes.
+slurm-check: python-env ## grader slurm on a real single-node Slurm cluster (root; minutes; instructors)
+	PYTHON=$(PY) ci/slurm-check
 
 clean: ## remove build/ and reports/
 	rm -rf build $(OUT)

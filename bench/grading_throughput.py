@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Grading throughput: how long `python3 -m grader batch` takes per submission. A benchmark, not a test.
 
-    python3 bench/grading_throughput.py --lab 03 --n 20 --out DIR [-j 4] [--preset P] [--warm]
+    python3 bench/grading_throughput.py --lab 03 --n 20 --out DIR [-j 4] [--preset P] [--warm] [--gpus all|0,1]
 
 It makes N submissions of one lab from its reference solution and its skeleton: copies of the solution
 (as a repository folder, a .zip, a .tar.gz and the file alone), skeletons, a compile error, a wrong
@@ -11,6 +11,8 @@ kernel (the first kernel skips its first block) and an archive that is not one. 
            first build (its test objects), then every submission
   warm     (--warm) the same batch again with --force: every slot already built, reference timings cached
   regrade  one solution student edits their file; `batch` again regrades only them
+  gpus     (--gpus) every submission graded again with --force on the first of those GPUs alone, then
+           on all of them (`batch --gpus`): students per hour on 1 GPU and on N, and the speed-up
 
 and prints a table: wall seconds, seconds per submission (the steady state, between the first and the
 last student done, leaves out the pipeline's start), each student's build and run times, what each
@@ -130,8 +132,10 @@ def make_submissions(lab, n: int, into: Path) -> dict[str, str]:
 # --- running the batch ----------------------------------------------------------------------------------
 
 
-def run_batch(args: argparse.Namespace, subs: Path, out: Path, log: Path, *extra: str) -> dict:
+def run_batch(args: argparse.Namespace, subs: Path, out: Path, log: Path, *extra: str, gpus: str | None = None) -> dict:
     cmd = [sys.executable, "-m", "grader", "batch", str(subs), args.lab, "--out", str(out), *extra]
+    if gpus or args.gpus:
+        cmd += ["--gpus", gpus or args.gpus]
     if args.jobs:
         cmd += ["-j", str(args.jobs)]
     if args.preset:
@@ -232,6 +236,30 @@ def check_scores(book: dict[str, dict[str, str]], kinds: dict[str, str], gpu: bo
 # --- the report -------------------------------------------------------------------------------------------
 
 
+def per_hour(phase: dict, graded: int) -> float | None:
+    """Students per hour: from the steady state where there is one, else from the wall time past the pristine build."""
+    if phase.get("steady_s"):
+        return 3600.0 / phase["steady_s"]
+    seconds = phase["wall_s"] - phase["prepare_s"]
+    return graded * 3600.0 / seconds if seconds > 0 else None
+
+
+def gpu_scaling(args: argparse.Namespace, subs: Path, work: Path, ids: list[str], devices: list) -> list[str]:
+    """Every submission graded again (--force, warm slots) on the first GPU alone, then on all of them."""
+    lines = ["", f"students per hour, --force over {len(ids)} submissions, warm slots:"]
+    rates = {}
+    for name, spec in (("1", str(devices[0].index)), ("N", ",".join(str(d.index) for d in devices))):
+        out = work / f"batch-gpus-{name}"
+        phase = run_batch(args, subs, out, work / f"gpus-{name}.log", "--force", gpus=spec)
+        phase["steady_s"] = steady_state(student_states(out), ids)
+        rates[name] = per_hour(phase, len(ids))
+        label = devices[0].label if name == "1" else f"{len(devices)} GPUs ({spec})"
+        lines.append(f"  {label:<40}{fmt(phase['wall_s']):>10} wall  {fmt(rates[name], 'students/h'):>20}")
+    if rates["1"] and rates["N"]:
+        lines.append(f"  speed-up on {len(devices)} GPUs: {rates['N'] / rates['1']:.2f}x")
+    return lines
+
+
 def fmt(x: float | None, unit: str = "s") -> str:
     return "–" if x is None else f"{x:.1f} {unit}".rstrip()
 
@@ -250,7 +278,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--warm", action="store_true", help="also grade everything again with --force (warm slots)"
     )
+    p.add_argument("--gpus", metavar="all|0,1", help="grade with `batch --gpus`, and compare 1 GPU with all of them")
     args = p.parse_args(argv)
+    devices = []
+    if args.gpus:
+        from grader.batch_gpus import parse_gpus
+        from grader.errors import GraderError
+
+        try:
+            devices = parse_gpus(args.gpus) or []
+        except GraderError as err:
+            raise SystemExit(str(err)) from None
 
     labs = select(discover(ROOT), [args.lab])
     if len(labs) != 1:
@@ -284,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     target.write_text(target.read_text() + "// an edit after the first grade\n")
     phases["regrade"] = run_batch(args, subs, out, work / "regrade.log")
     regraded = student_states(out).get(edited, {})
+    scaling = gpu_scaling(args, subs, work, ids, devices) if devices else []
 
     book = gradebook(out)
     checks = check_scores(book, kinds, gpu.available)
@@ -344,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "scores by kind: "
         + "; ".join(f"{k} {statistics.fmean(v):.1f} (n={len(v)})" for k, v in sorted(by_kind.items())),
+        *scaling,
         "",
         *[f"  [{'ok' if ok else 'FAIL'}] {what}" for what, ok in checks],
         "",
@@ -367,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
                     "cpus": os.cpu_count(),
                     "jobs": args.jobs,
                     "phases": phases,
+                    "gpus": [d.label for d in devices],
                     "estimate_100_s": est_100,
                     "students": {
                         s: {"kind": kinds[s], **states.get(s, {}), "total": book.get(s, {}).get("total", "")}

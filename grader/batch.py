@@ -26,7 +26,6 @@ ran to the end exits 0, whatever the scores.
 
 from __future__ import annotations
 
-import math
 import os
 import queue
 import signal
@@ -34,16 +33,19 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
+from .batch_gpus import GpuLister, parse_gpus
 from .batch_reference import REFERENCE_FILE, ReferenceTimings
 from .batch_slots import BatchGrader, Graded, Interrupted, Prebuilt, SlotBuilderFactory
+from .batch_summary import Tally as _Tally
+from .batch_summary import _verdict, batch_exit, format_eta
+from .batch_summary import summary as _summary
 from .batch_students import (
     CLASS_FILES,
     LOG_FILE,
@@ -58,7 +60,7 @@ from .batch_students import (
     write_state,
 )
 from .cmake import Builder
-from .environment import GpuProbe, choose_preset, now_iso, probe_gpu
+from .environment import GpuDevice, GpuProbe, choose_preset, now_iso, probe_gpu
 from .errors import Exit, GraderError
 from .labs import LabError, discover, select
 from .progress import Progress
@@ -71,46 +73,6 @@ if TYPE_CHECKING:
 DEFAULT_WORKERS = 4  # enough build slots to keep one GPU busy; each slot compiles the test objects once
 SETTLE_S = 0.25  # how long a grade with a killed-looking build or run waits for the interrupt to arrive
 _FAULTS = (Category.CRASH, Category.TIMEOUT, Category.HARNESS)
-
-
-def format_eta(seconds: float | None) -> str:
-    """mm:ss, or h:mm:ss from an hour on; '--:--' when unknown."""
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "--:--"
-    total = round(seconds)
-    h, rest = divmod(total, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
-
-
-@dataclass
-class _Tally:
-    total: int
-    to_grade: int
-    done: int = 0
-    graded: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-    def eta(self) -> float | None:
-        if self.graded == 0:
-            return None
-        left = self.to_grade - self.graded
-        return (time.monotonic() - self.started) / self.graded * left
-
-
-def _verdict(outcome: StudentOutcome) -> str:
-    """A progress line's word on one student: their score, or what stands in for it."""
-    from .report._format import fmt_points
-    from .report.standing import COMPILED, GRADED, NOT_COMPILED, compile_state
-
-    status = outcome.status
-    results = outcome.results
-    if status == GRADED:
-        return f"{fmt_points(results.score)}/{fmt_points(results.max_score)}"
-    if status in (COMPILED, NOT_COMPILED):
-        states = [f"{lab.name} {compile_state(lab)[0]}" for lab in results.labs]
-        return f"{status} ({', '.join(states)})" if status == NOT_COMPILED else status
-    return status
 
 
 def _log(student_dir: Path, text: str) -> None:
@@ -194,6 +156,7 @@ def _grade_one(
                 "build_s": round(graded.build_s, 3),
                 "run_s": round(graded.run_s, 3),
                 "note": graded.error,
+                **({"gpu": graded.gpu.index} if graded.gpu is not None else {}),
                 "graded": now_iso(),
                 "finished_unix": round(time.time(), 3),
                 "grader_version": __version__,
@@ -236,40 +199,6 @@ def _interrupts(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def batch_exit(outcomes: list[StudentOutcome], compile_only: bool) -> Exit:
-    """4 when a row could not be graded for lack of a GPU; for a compile check, 3 unless every
-    submission compiled; else 0 (whatever the scores)."""
-    from .report.standing import COMPILED, NOT_GRADED_NO_GPU
-
-    if compile_only:
-        return Exit.OK if all(o.status == COMPILED for o in outcomes) else Exit.BUILD
-    if any(o.status == NOT_GRADED_NO_GPU for o in outcomes):
-        return Exit.ENVIRONMENT
-    return Exit.OK
-
-
-def _summary(ordered: list[StudentOutcome], todo: int, kept: int, compile_only: bool, gpu: GpuProbe) -> str:
-    """The batch's last lines on stdout: what stands in for a grade first, then the counts."""
-    from .report._format import fmt_points
-    from .report.standing import BROKEN, COMPILED, GRADED, NOT_GRADED_NO_GPU
-
-    count = {s: sum(o.status == s for o in ordered) for s in (GRADED, NOT_GRADED_NO_GPU, COMPILED, BROKEN)}
-    lines = []
-    if compile_only:
-        lines.append(f"compile check only: no test was run; {count[COMPILED]} of {len(ordered)} submission(s) "
-                     "compiled and passed the static checks")
-    elif count[NOT_GRADED_NO_GPU]:
-        lines.append(f"NOT GRADED: no GPU ({gpu.reason or 'none found'}): {count[NOT_GRADED_NO_GPU]} of "
-                     f"{len(ordered)} submission(s) have no score; run the batch again on a machine with a GPU "
-                     "(or pass --compile-only for a compile check)")
-    graded = [o.results for o in ordered if o.status == GRADED]
-    mean = (f"mean {fmt_points(sum(r.score for r in graded) / len(graded))} over {len(graded)} graded"
-            if graded else "no scores")
-    lines.append(f"batch: {len(ordered)} student(s): {todo} processed now, {kept} kept, {count[BROKEN]} broken; "
-                 f"{mean}")
-    return "\n".join(lines)
-
-
 def run_batch(
     root: Path,
     batch_dir: Path,
@@ -295,8 +224,15 @@ def run_batch(
     gpu: GpuProbe | None = None,
     main_builder: Builder | None = None,
     slot_builder: SlotBuilderFactory | None = None,
+    work_dir: Path | None = None,
+    only: Collection[str] | None = None,
+    gpus: str | Sequence[GpuDevice] | None = None,
+    gpu_lister: GpuLister | None = None,
 ) -> Exit:
-    """Grade every submission of batch_dir into out_dir (see the module docstring)."""
+    """Grade every submission of batch_dir into out_dir (see the module docstring). work_dir: where the
+    pristine build, the slots and their lock live (default root/build); only: grade just these student
+    ids (a Slurm task's shard, grader/slurm.py). gpus: --gpus ('all', '0,2,3' or the devices; None: the
+    one GPU the runtime picks), enumerated by gpu_lister (default: nvidia-smi; grader/batch_gpus.py)."""
     from .report import StudentOutcome, write_batch_reports
     from .report.standing import COMPILED, GRADED
 
@@ -312,16 +248,25 @@ def run_batch(
     if out_dir.resolve() == batch_dir.resolve():
         raise GraderError("--out must not be the folder of submissions", Exit.USAGE)
     students, ignored = find_students(batch_dir, exclude=out_dir)
+    if only is not None:
+        students = [s for s in students if s.id in only]
     if not students:
         raise GraderError(
             f"{batch_dir}: no submissions (one folder or .zip/.tar.gz archive per student)", Exit.USAGE
         )
     if jobs is not None and jobs < 1:
         raise GraderError("-j must be at least 1", Exit.USAGE)
+    devices = parse_gpus(gpus, gpu_lister) if not compile_only else None  # a compile check runs no test
     gpu = probe_gpu() if gpu is None else gpu
     preset = choose_preset(gpu, preset)
     cores = os.cpu_count() or 1
-    workers = max(1, min(jobs or DEFAULT_WORKERS, cores))
+    # One GPU keeps DEFAULT_WORKERS slots busy; each more GPU wants slots of its own (a slot is held
+    # through its student's runs).
+    workers = max(1, min(jobs or max(DEFAULT_WORKERS, 2 * len(devices or ())), cores))
+    if work_dir is not None and main_builder is None:  # a pristine build of its own, beside the slots
+        from .sandbox import SubmissionBuilder
+
+        main_builder = SubmissionBuilder(root, preset, cores, directory=Path(work_dir) / preset)
     grader = BatchGrader(
         root,
         labs,
@@ -337,10 +282,12 @@ def run_batch(
         main_builder=main_builder,
         slot_builder=slot_builder,
         progress=progress,
+        work_dir=Path(work_dir) if work_dir is not None else None,
         compile_only=compile_only,
         perf=perf,
         gpu_runs=gpu_runs,
         sanitize_failing=sanitize_failing,
+        gpus=devices,
     )
     force = force or not perf  # a correctness-only grade never stands in for a full one, nor the reverse
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -350,8 +297,14 @@ def run_batch(
     elif not gpu.available:
         progress.note(f"NOT GRADED: no GPU ({gpu.reason or 'none found'}): the tests that make a grade cannot run "
                       "here; every submission is built and checked, and its row says 'not graded (no GPU)'")
+    elif devices:
+        progress.note(f"GPUs: {', '.join(d.label for d in devices)} (--gpus): each student's runs on one of them"
+                      + (f"; only {workers} build slot(s), so at most {workers} GPU(s) busy at once"
+                         if workers < len(devices) else ""))
     else:
         progress.note(gpu.brief())
+    if gpus is not None and compile_only:
+        progress.note("--gpus is ignored by a compile check: no test runs")
     if ignored:
         progress.note(
             f"ignored (not a folder or an archive): {', '.join(ignored[:10])}"
@@ -398,6 +351,7 @@ def run_batch(
         f"batch: {len(students)} student(s): {len(todo)} to grade, {kept} unchanged, {broken} broken; "
         f"labs {', '.join(lab_names)}; {min(workers, max(1, len(todo)))} build slot(s), test runs "
         f"{'one' if grader.gpu_runs == 1 else grader.gpu_runs} at a time"
+        + (f" on each of {len(devices)} GPUs" if devices else "")
     )
 
     paths: dict[str, Path] = {}
@@ -431,6 +385,8 @@ def run_batch(
                                 tally.graded += 1
                                 eta = format_eta(tally.eta()) if tally.graded < tally.to_grade else "00:00"
                                 timing = f"build {graded.build_s:.1f} s, run {graded.run_s:.1f} s"
+                                if graded.gpu is not None:
+                                    timing += f" on GPU {graded.gpu.index}"
                                 line = f"[{tally.done}/{tally.total}] {student.id}: "
                                 if outcome.results is None:
                                     progress.fail(f"{line}broken: {outcome.error}; ETA {eta}")

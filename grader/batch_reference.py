@@ -1,6 +1,8 @@
 """The reference's timings, measured once for a whole batch (grader/batch.py) and reused for every
 student, instead of once per student: {reference target: {perf test: the reference's "impl" series}}.
-Kept in OUT/.reference-timings.json while the reference binary (its sha256) and the GPU stay the same."""
+Kept in OUT/.reference-timings.json while the reference binary (its sha256) and the GPU stay the same.
+A batch on several GPUs (--gpus) times the reference on each GPU its students are graded on, pinned
+like their runs, and keeps each GPU's in OUT/.reference-timings.gpu<index>.json (reference_file)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,11 @@ from .results import PerfSeries, Status
 REFERENCE_FILE = ".reference-timings.json"
 
 
+def reference_file(gpu_index: int | None) -> str:
+    """The cache file of one GPU's reference timings (None: the batch without --gpus)."""
+    return REFERENCE_FILE if gpu_index is None else f".reference-timings.gpu{gpu_index}.json"
+
+
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -31,7 +38,8 @@ def _sha256_file(path: Path) -> str:
 class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
     """The perf series of each reference binary ({target: {test: impl series}}), measured on first use
     (inside the pipeline, so under the batch's GPU lock) and reused for every student. Kept in
-    cache_file while the binary's sha256 and the GPU's name are the same; --force measures again."""
+    cache_file while the binary's sha256 and the GPU's name (and device, when pinned) are the same;
+    --force measures again. env pins the runs to one GPU (CUDA_VISIBLE_DEVICES); device names it."""
 
     def __init__(
         self,
@@ -41,7 +49,11 @@ class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
         cache_file: Path | None,
         force: bool = False,
         progress: Progress | None = None,
+        env: Mapping[str, str] | None = None,
+        device: str = "",
     ) -> None:
+        self.env = dict(env or {})
+        self.device = device  # "GPU 2 (NVIDIA H100)" or its UUID: which GPU these timings are of
         self.bin_dir = Path(bin_dir)
         self.timeouts = dict(timeouts)  # reference target -> its lab's run timeout
         self.gpu = gpu
@@ -62,6 +74,7 @@ class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
         if (
             not isinstance(data, dict)
             or data.get("gpu") != self.gpu.name
+            or data.get("device", "") != self.device
             or not isinstance(data.get("targets"), dict)
         ):
             return {}
@@ -71,7 +84,9 @@ class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
         if self.cache_file is None:
             return
         self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-        data = {"gpu": self.gpu.name, "targets": self._disk}
+        data: dict[str, Any] = {"gpu": self.gpu.name, "targets": self._disk}
+        if self.device:
+            data["device"] = self.device
         tmp = self.cache_file.with_name(self.cache_file.name + ".tmp")
         tmp.write_text(json.dumps(data, indent=2) + "\n")
         tmp.replace(self.cache_file)
@@ -113,8 +128,10 @@ class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
 
     def _measure(self, target: str) -> dict[str, PerfSeries]:
         path = self.bin_dir / target
-        self.progress.step(f"timing the reference {target} once for the whole batch")
-        run = runs.run_binary(path, None, self.timeouts[target], label="solution", gtest_filter=PERF_FILTER)
+        where = f" on {self.device}" if self.device else ""
+        self.progress.step(f"timing the reference {target} once for the whole batch{where}")
+        run = runs.run_binary(path, None, self.timeouts[target], label="solution", gtest_filter=PERF_FILTER,
+                              **({"env": self.env} if self.env else {}))
         series = {
             t.name: t.perf.impl
             for t in run.tests
@@ -131,4 +148,4 @@ class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
         return series
 
 
-__all__ = ["REFERENCE_FILE", "ReferenceTimings"]
+__all__ = ["REFERENCE_FILE", "ReferenceTimings", "reference_file"]

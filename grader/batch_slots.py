@@ -1,4 +1,4 @@
-"""The machinery of a batch (grader/batch.py): the pristine build, the build slots, the GPU lock, and the
+"""The machinery of a batch (grader/batch.py): the pristine build, the build slots, the GPU pool, and the
 grade of one student in a slot.
 
 - The pristine tree (reference binaries, the GPU health probe) is built once in build/<preset>, before
@@ -8,8 +8,10 @@ grade of one student in a slot.
   skeleton stands in for a missing file, so what CMake saw at configure time stays true); the slot's
   old student objects and binaries are deleted, and only the student's file compiles and links: the
   test objects of the slot are reused. Slots build side by side (a thread each).
-- Test runs are serialized by one lock (one GPU, clean timings), with the reference's timings measured
-  once per lab (grader/batch_reference.py).
+- Test runs are serialized per GPU (clean timings) by the GPU pool (grader/batch_gpus.py): without
+  --gpus one GPU, unpinned; with --gpus each chosen GPU, and a student's whole grade runs on the one
+  GPU it took, pinned with CUDA_VISIBLE_DEVICES. The reference's timings are measured once per lab and
+  GPU (grader/batch_reference.py), on first use there.
 - A compile check (compile_only) builds and runs the static checks as usual, then starts the test
   binaries with no GPU visible (CUDA_VISIBLE_DEVICES=""), so every test says "no CUDA device" at once
   and nothing of the student's code is timed or graded.
@@ -30,11 +32,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import static_checks
-from .batch_reference import REFERENCE_FILE, ReferenceTimings
+from .batch_gpus import GpuPool
+from .batch_reference import ReferenceTimings, reference_file
 from .batch_students import Student, fingerprint, stage
 from .cmake import Builder, CMakeBuilder
 from .context import COMPILE_MEMORY_MIB, COMPILE_TIMEOUT_S
-from .environment import GpuProbe
+from .environment import GpuDevice, GpuProbe
 from .errors import Exit, GraderError
 from .health import PROBE_TARGET
 from .labs import Lab, LabError, discover
@@ -82,11 +85,13 @@ class Graded:
     error: str = ""  # why there are no results, or a note about the results
     build_s: float = 0.0
     run_s: float = 0.0
+    gpu: GpuDevice | None = None  # the GPU the runs were pinned to (--gpus)
 
 
 class BatchGrader:
-    """The pristine build, the build slots and the GPU lock of one batch. main_builder and slot_builder
-    replace the CMake builders (the tests use fake ones)."""
+    """The pristine build, the build slots and the GPU pool of one batch. main_builder and slot_builder
+    replace the CMake builders (the tests use fake ones). gpus: the GPUs of --gpus (None: the one GPU
+    the runtime picks, unpinned)."""
 
     def __init__(
         self,
@@ -110,6 +115,7 @@ class BatchGrader:
         perf: bool = True,
         gpu_runs: int = 1,
         sanitize_failing: bool = True,
+        gpus: list[GpuDevice] | None = None,
     ) -> None:
         self.root = root
         self.work_dir = work_dir or root / "build"  # where the slots' build and staging folders live
@@ -136,10 +142,15 @@ class BatchGrader:
         # Test runs at a time on the GPU: one wherever a time is scored (perf tests share nothing); a
         # correctness-only batch (the mutation gate) may run several side by side.
         self.gpu_runs = 1 if perf else max(1, gpu_runs)
-        self.gpu_lock = threading.BoundedSemaphore(self.gpu_runs)
+        # A compile check runs nothing on a GPU: --gpus means nothing there.
+        self.devices: list[GpuDevice] | None = list(gpus) if gpus and not compile_only else None
+        self.pool = GpuPool(list(self.devices) if self.devices else [None], self.gpu_runs)
         self.sanitize_failing = sanitize_failing
         self.pristine: dict[str, BuildResult] = {}
-        self.references: ReferenceTimings | None = None
+        self.references: ReferenceTimings | None = None  # without --gpus; with it, per GPU: references_for()
+        self._references: dict[int, ReferenceTimings] = {}
+        self._reference_setup: tuple[dict[str, float], Path | None, bool] | None = None
+        self._references_lock = threading.Lock()
         self._slots: dict[int, Builder] = {}
         self._slots_lock = threading.Lock()
         self._configured: set[int] = set()
@@ -224,14 +235,36 @@ class BatchGrader:
             for bs in binary_sets(lab)
             if bs.reference and self.pristine.get(bs.reference, BuildResult(bs.reference, False)).ok
         }
-        self.references = ReferenceTimings(
+        self._reference_setup = (timeouts, out_dir, force)
+        if self.devices is None:
+            self.references = self._new_references(None)
+
+    def _new_references(self, device: GpuDevice | None) -> ReferenceTimings:
+        timeouts, out_dir, force = self._reference_setup or ({}, None, False)
+        return ReferenceTimings(
             self.main.bin_dir,
             timeouts,
-            self.gpu,
-            out_dir / REFERENCE_FILE if out_dir is not None else None,
+            device.probe(self.gpu) if device is not None and self.gpu.available else self.gpu,
+            out_dir / reference_file(device.index if device else None) if out_dir is not None else None,
             force=force,
             progress=self.progress,
+            env=device.env if device is not None else None,
+            device=device.label if device is not None else "",
         )
+
+    def references_for(self, device: GpuDevice | None) -> ReferenceTimings | None:
+        """The reference's timings on this GPU, made on its first student (timed there, under its lock)."""
+        if device is None or self._reference_setup is None:
+            return self.references
+        with self._references_lock:
+            if device.index not in self._references:
+                self._references[device.index] = self._new_references(device)
+            return self._references[device.index]
+
+    @property
+    def reference_timings(self) -> list[ReferenceTimings]:
+        """Every reference timing of this batch: the one without --gpus, or one per GPU used."""
+        return [self.references] if self.references is not None else list(self._references.values())
 
     # --- one student ---
 
@@ -373,8 +406,8 @@ class BatchGrader:
             raise Interrupted("the batch was interrupted")
 
     def grade(self, student: Student, slot: int, log: TextIO) -> Graded:
-        """Stage, build in the slot (in parallel with other slots), then run under the GPU lock. Raises
-        Interrupted when the batch is interrupted before the runs start."""
+        """Stage, build in the slot (in parallel with other slots), then run on a GPU of the pool, all the
+        student's labs on that one. Raises Interrupted when the batch is interrupted before the runs start."""
         self._go_on()
         progress = Progress(stream=log, color=False)
         builder = self.slot(slot)
@@ -405,13 +438,33 @@ class BatchGrader:
         built = self._build(builder, staged, progress)
         build_s = time.monotonic() - start
         self._go_on()  # an interrupted build is no compile error
-        options = RunOptions(
+        with self.pool.take() as device:
+            self._go_on()
+            if device is not None:
+                progress.heading(f"running {student.id} on {device.label}")
+            start = time.monotonic()
+            results = run_labs(self.root, self.labs, Prebuilt(self.main, self.pristine),
+                               device.probe(self.gpu) if device is not None and self.gpu.available else self.gpu,
+                               self._run_options(student, staged, builder, built, device), progress)
+            run_s = time.monotonic() - start
+        if device is not None:
+            results.run.gpu.update(device.facts())  # after the binaries' own facts: the report names its GPU
+        if self.compile_only:
+            results.run.gpu_available, results.run.gpu_reason = False, COMPILE_ONLY_REASON
+            results.run.notes.insert(0, COMPILE_ONLY_REASON)
+        return Graded(results, fp, note, build_s, run_s, gpu=device)
+
+    def _run_options(self, student: Student, staged: StagedSubmission, builder: Builder,
+                     built: dict[str, BuildResult], device: GpuDevice | None) -> RunOptions:
+        """The runs of one student's grade; pinned to device (every test binary, the health probe)."""
+        env = dict(HIDE_GPU) if self.compile_only else (device.env if device is not None else {})
+        return RunOptions(
             mode="student",
             build=True,
             reference=True,
             timeout_s=self.timeout_s,
             submission=str(student.path),
-            reference_timings=self.references,
+            reference_timings=self.references_for(device),
             staged=staged,
             student_builder=Prebuilt(builder, built),
             max_seconds=self.max_seconds,
@@ -421,18 +474,7 @@ class BatchGrader:
             health=self.real and self.gpu.available,
             confine=self.confine,
             host_memory_mib=self.host_memory_mib,
-            env=dict(HIDE_GPU) if self.compile_only else {},
+            env=env,
             perf=self.perf,
             sanitize_failing=self.sanitize_failing,
         )
-        with self.gpu_lock:
-            self._go_on()
-            start = time.monotonic()
-            results = run_labs(
-                self.root, self.labs, Prebuilt(self.main, self.pristine), self.gpu, options, progress
-            )
-            run_s = time.monotonic() - start
-        if self.compile_only:
-            results.run.gpu_available, results.run.gpu_reason = False, COMPILE_ONLY_REASON
-            results.run.notes.insert(0, COMPILE_ONLY_REASON)
-        return Graded(results, fp, note, build_s, run_s)

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from . import __version__, commands
+from . import __version__, batch_merge, commands
+from . import slurm as slurm_commands
 from .errors import Exit, GraderError
 from .labs import ROOT_ENV, LabError, find_root
 from .progress import Progress
@@ -79,6 +80,64 @@ def _reveal(p: argparse.ArgumentParser) -> None:
                    help="show hidden tests whose visibility is after_due_date in full (after the due date)")
 
 
+def _slurm_parsers(verbs: argparse._SubParsersAction, prog: str) -> None:
+    """`batch merge` (the verb batch-merge, see _verb_alias) and `slurm submit|status|resubmit|task`."""
+    p = verbs.add_parser("batch-merge", prog=f"{prog} batch merge",
+                         help="(batch merge) one class summary and gradebook from the folders of many batches")
+    p.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="folders `grader batch` wrote (OUT/<student>/)")
+    p.add_argument("--out", dest="dest", type=Path, required=True, help="where class-summary.html and gradebook.csv go")
+    p.add_argument("--roster", type=Path, help="who gets a row: a folder of submissions, or a file of student ids "
+                                               "(default: every student found in an OUT)")
+    p.add_argument("--title", default="", help="the class summary's title")
+
+    slurm = verbs.add_parser("slurm", help="grade a class on a Slurm cluster: a job array and a merge job")
+    sub = slurm.add_subparsers(dest="slurm_verb", required=True, parser_class=_Parser)
+    p = sub.add_parser("submit", help="write and submit the sbatch job array and the merge job")
+    p.add_argument("submissions", type=Path, metavar="SUBMISSIONS", help="one folder or archive per student")
+    _labs(p)
+    p.add_argument("--out", type=Path, required=True, help="OUT on a shared filesystem (layout: docs/instructors.md)")
+    p.add_argument("--partition", help="the Slurm partition")
+    p.add_argument("--gpus-per-task", type=int, default=1, metavar="G", help="GPUs per array task (default 1)")
+    p.add_argument("--max-parallel", type=int, metavar="K", help="array tasks at a time (--array=0-N%%K)")
+    p.add_argument("--container", metavar="IMAGE", help="run each task in this Apptainer image (apptainer exec --nv)")
+    p.add_argument("--shard-size", type=int, default=1, metavar="S", help="students per array task (default 1)")
+    p.add_argument("--time", type=int, dest="time_min", metavar="MIN", help="a task's time limit (default: from the labs)")
+    p.add_argument("--mem", type=int, dest="mem_mib", metavar="MIB", help="a task's memory (default: from the labs)")
+    p.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                   help="another #SBATCH line for both jobs, e.g. --sbatch-arg=--account=cs101 (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="print the scripts and the sbatch command lines; submit nothing")
+    p.add_argument("--preset", help="CMake preset of each task's batch (default: 'default' with a GPU, 'ci' without)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="build slots (and CPUs) per task (default 1)")
+    p.add_argument("--compile-only", dest="compile_only", action="store_true", help="a compile check (batch --compile-only)")
+    p.add_argument("--force", action="store_true", help="each task grades its students even where a grade stands")
+    p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
+    p.add_argument("--max-seconds", type=float, dest="max_seconds", metavar="S", help="time limit of each student's grade")
+    p.add_argument("--sanitizer", type=_tools, dest="sanitizer_tools", metavar="TOOLS", help="as for batch")
+    p.add_argument("--no-sandbox", dest="sandbox", action="store_false", help="as for batch")
+    p = sub.add_parser("status", help="the jobs (squeue/sacct) and which students are graded, broken or missing")
+    p.add_argument("out", type=Path, metavar="OUT")
+    p = sub.add_parser("resubmit", help="a new array over the students without a finished grade, then merge again")
+    p.add_argument("out", type=Path, metavar="OUT")
+    p.add_argument("--max-parallel", type=int, metavar="K", help="array tasks at a time")
+    p.add_argument("--shard-size", type=int, metavar="S", help="students per array task")
+    p.add_argument("--force", action="store_true", help="even while earlier jobs are pending or running")
+    p.add_argument("--dry-run", action="store_true", help="print the scripts; submit nothing")
+    p = sub.add_parser("task", help="(what an array task runs) grade one shard into OUT/tasks/<task>/")
+    p.add_argument("out", type=Path, metavar="OUT")
+    p.add_argument("--task", type=int, required=True)
+    p.add_argument("--work-dir", type=Path, help="where this task builds (default: build/ of the lab tree)")
+
+
+def _verb_alias(argv: list[str]) -> list[str]:
+    """`batch merge OUT...` is the verb batch-merge (batch's own first argument is a folder)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "--root" else 1
+    if argv[i : i + 2] == ["batch", "merge"]:
+        return [*argv[:i], "batch-merge", *argv[i + 2 :]]
+    return argv
+
+
 def build_parser() -> argparse.ArgumentParser:
     # the name it was called by: the console script `pip install .` makes, or the module
     prog = "cudalab-grader" if Path(sys.argv[0]).name == "cudalab-grader" else "python3 -m grader"
@@ -141,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="report directory (default: beside results.json)")
     _reveal(p)
 
+    _slurm_parsers(verbs, prog)
+
     p = verbs.add_parser("release", help="write a student copy (no solutions, no hidden tests) and verify it")
     p.add_argument("--out", type=Path, required=True, help="directory for the copy (new or empty)")
     p.add_argument("--force", action="store_true", help="replace an earlier release in --out")
@@ -159,7 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile-only", dest="compile_only", action="store_true",
                    help="build and check each submission, run no test (even with a GPU): rows say what compiled and "
                         "what the static checks refused; exit 0 when everything compiled, 3 otherwise")
-    p.add_argument("-j", "--jobs", type=int, help="parallel build slots (default: 4, at most the CPU count)")
+    p.add_argument("-j", "--jobs", type=int,
+                   help="parallel build slots (default: 4, or 2 per GPU with --gpus; at most the CPU count)")
+    p.add_argument("--gpus", metavar="all|0,2,3",
+                   help="grade on several GPUs of this node: one run worker per GPU (nvidia-smi's indices), "
+                        "each student's runs all on one; default: the one GPU the CUDA runtime picks")
     p.add_argument("--preset", help="CMake preset (default: 'default' with a GPU, 'ci' without)")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
     p.add_argument("--max-seconds", type=float, dest="max_seconds", metavar="S",
@@ -214,7 +279,11 @@ def dispatch(args: argparse.Namespace) -> Exit:
         return cmd_batch(root, args.batch_dir, args.out, args.labs, force=args.force, jobs=args.jobs, preset=args.preset,
                          timeout_s=args.timeout_s, max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools,
                          sandbox=args.sandbox, quiet=args.quiet, confine=args.confine,
-                         host_memory_mib=args.host_memory_mib, compile_only=args.compile_only)
+                         host_memory_mib=args.host_memory_mib, compile_only=args.compile_only, gpus=args.gpus)
+    if args.verb == "batch-merge":
+        return batch_merge.cmd_batch_merge(args.outs, args.dest, roster=args.roster, title=args.title)
+    if args.verb == "slurm":
+        return slurm_commands.dispatch_slurm(root, args)
     if args.verb == "release":
         return commands.cmd_release(root, args.out, force=args.force, verify=args.verify, preset=args.preset,
                                     jobs=args.jobs, keep=args.keep)
@@ -222,7 +291,7 @@ def dispatch(args: argparse.Namespace) -> Exit:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_verb_alias(sys.argv[1:] if argv is None else list(argv)))
     try:
         return int(dispatch(args))
     except GraderError as err:

@@ -108,7 +108,7 @@ class GradeContext:
         self.checks = options.checks if options.checks is not None else real
         use_health = options.health if options.health is not None else (real and gpu.available)
         self.health = HealthMonitor(probe_locator(builder, options.build), gpu_available=gpu.available,
-                                    on_step=progress.step) if use_health else None
+                                    on_step=progress.step, env=options.env) if use_health else None
         self.policy = runs.RunPolicy(verify=options.verify_results)
         self._gpu_facts_taken = False
 
@@ -190,7 +190,8 @@ class GradeContext:
             for candidate in (confine, replace(confine, landlock=False), replace(confine, landlock=False, namespaces=False)):
                 work = Path(tempfile.mkdtemp(prefix="cudalab-probe-"))
                 try:
-                    res = process.run([probe], 60, confine=candidate.for_run(work, Path(probe)))
+                    res = process.run([probe], 60, confine=candidate.for_run(work, Path(probe)),
+                                      env=self.health.probe_env() if self.health is not None else None)
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
                 if res.returncode == 0:

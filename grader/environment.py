@@ -65,6 +65,63 @@ def probe_gpu() -> GpuProbe:
     return GpuProbe(True, name=name, compute_capability=cc)
 
 
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU of the machine, as nvidia-smi lists it: index (PCI bus order), name, UUID. A batch with
+    --gpus pins each test run to one device with CUDA_VISIBLE_DEVICES (its UUID where known)."""
+
+    index: int
+    name: str = ""
+    uuid: str = ""
+    compute_capability: str = ""
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What pins a process to this GPU: CUDA numbers devices in nvidia-smi's order with PCI_BUS_ID."""
+        return {"CUDA_VISIBLE_DEVICES": self.uuid or str(self.index), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+    @property
+    def label(self) -> str:
+        """'GPU 2 (NVIDIA H100 80GB HBM3)'."""
+        return f"GPU {self.index}" + (f" ({self.name})" if self.name else "")
+
+    def facts(self) -> dict[str, str]:
+        """What a report records of the device (RunInfo.gpu, beside the test binary's own facts)."""
+        facts = {"gpu_index": str(self.index), "gpu_uuid": self.uuid}
+        return {k: v for k, v in facts.items() if v}
+
+    def probe(self, machine: GpuProbe) -> GpuProbe:
+        """The machine's probe, told about this device."""
+        return GpuProbe(True, name=self.name or machine.name,
+                        compute_capability=self.compute_capability or machine.compute_capability)
+
+
+def list_gpus() -> list[GpuDevice]:
+    """Every GPU nvidia-smi lists (it ignores CUDA_VISIBLE_DEVICES), in its index order; [] without
+    a driver or a GPU."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    code, out = _run(["nvidia-smi", "--query-gpu=index,name,uuid,compute_cap", "--format=csv,noheader"])
+    devices: list[GpuDevice] = []
+    if code == 0:
+        for line in out.splitlines():
+            fields = [f.strip() for f in line.split(",")]
+            if len(fields) >= 3 and fields[0].isdigit():
+                cc = fields[3] if len(fields) >= 4 and fields[3][:1].isdigit() else ""
+                devices.append(GpuDevice(int(fields[0]), fields[1], fields[2], cc))
+    if devices:
+        return devices
+    code, out = _run(["nvidia-smi", "-L"])  # "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"
+    if code != 0:
+        return []
+    for line in out.splitlines():
+        head, _, rest = line.partition(":")
+        if head.startswith("GPU ") and head[4:].strip().isdigit():
+            name, _, uuid = rest.partition("(UUID:")
+            devices.append(GpuDevice(int(head[4:]), name.strip(), uuid.strip(" )")))
+    return devices
+
+
 def choose_preset(gpu: GpuProbe, override: str | None = None) -> str:
     """`default` (native architecture) with a GPU, `ci` (explicit architectures) without one."""
     if override:

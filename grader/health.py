@@ -4,13 +4,15 @@ After a test crashed, hung or hit a CUDA error, the next run could inherit a GPU
 its failures would be blamed on the wrong test. HealthMonitor.check() runs cudalab_health_probe
 (common/src/health_probe.cu: allocate, launch, copy back, check) first; when it fails it waits and
 tries once more, and when that fails too, every later GPU run of this grade is reported not run
-with "GPU unhealthy after <test>" instead.
+with "GPU unhealthy after <test>" instead. env pins the probe to the GPU the grade's runs are pinned
+to (a batch with --gpus: CUDA_VISIBLE_DEVICES), so it checks the GPU that faulted.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +38,7 @@ class HealthMonitor:
     gpu_available: bool = True
     retry_wait_s: float | None = None  # None: RETRY_WAIT_S
     on_step: Callable[[str], None] | None = None
+    env: Mapping[str, str] | None = None  # over the grader's environment: the GPU the runs are pinned to
     unhealthy: str | None = None  # set once the probe failed twice
     checks: int = 0
     notes: list[str] = field(default_factory=list)
@@ -57,6 +60,10 @@ class HealthMonitor:
                 self.notes.append("no GPU health probe was available; runs after a fault were not preceded by a check")
         return self._binary
 
+    def probe_env(self) -> dict[str, str] | None:
+        """The probe's environment: the grader's, with env over it (None: the grader's as it is)."""
+        return {**os.environ, **self.env} if self.env else None
+
     def check(self, after: str) -> str | None:
         """None when the GPU works (or cannot be checked); otherwise why the next runs must not start."""
         if self.unhealthy:
@@ -71,7 +78,7 @@ class HealthMonitor:
         output = ""
         for attempt in range(2):
             self.checks += 1
-            res = process.run([binary], PROBE_TIMEOUT_S)
+            res = process.run([binary], PROBE_TIMEOUT_S, env=self.probe_env())
             if res.returncode == 0 and not res.timed_out:
                 return None
             output = tail_lines(res.output, 3) or ("timed out" if res.timed_out else f"exit code {res.returncode}")

@@ -216,6 +216,8 @@ def gpu_facts(run: RunInfo) -> list[tuple[str, str]]:
     name = get("name")
     if name and name != "none":
         facts.append(("GPU", name))
+    if index := g.get("gpu_index"):  # a batch on several GPUs (--gpus): which one ran this grade
+        facts.append(("GPU index", index + (f" ({g['gpu_uuid']})" if g.get("gpu_uuid") else "")))
     if cc := get("cc"):
         facts.append(("compute capability", cc + (f" (sm_{cc.replace('.', '')})" if "." in cc else "")))
     if sms := get("sms"):
@@ -236,6 +238,15 @@ def gpu_facts(run: RunInfo) -> list[tuple[str, str]]:
 def gpu_name(run: RunInfo) -> str:
     facts = dict(gpu_facts(run))
     return facts.get("GPU", "")
+
+
+def gpu_device(run: RunInfo) -> str:
+    """'GPU 2 (NVIDIA H100)' for a grade pinned to one GPU of several (batch --gpus); else ''."""
+    index = clean_text(run.gpu.get("gpu_index", ""))
+    if not index:
+        return ""
+    name = gpu_name(run)
+    return f"GPU {index}" + (f" ({name})" if name else "")
 
 
 def gpu_line(run: RunInfo) -> str:

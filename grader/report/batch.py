@@ -36,6 +36,7 @@ from grader.report._format import (
     fmt_points,
     fmt_ratio,
     fmt_seconds,
+    gpu_device,
     gpu_line,
     gpu_name,
     is_perf,
@@ -280,6 +281,9 @@ def _header(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> dict[str, 
         meta.insert(
             3, ("GPUs seen", ", ".join(f"{name or 'unknown'} ({n})" for name, n in gpus.most_common()))
         )
+    devices = Counter(d for d in (gpu_device(r.run) for r in graded) if d)  # a batch with --gpus
+    if devices:
+        meta.insert(3, ("GPUs used", ", ".join(f"{d}: {n} student(s)" for d, n in sorted(devices.items()))))
     modes = {r.run.mode for r in graded if r.run.mode and r.run.mode != "student"}
     if modes:
         meta.append(("mode", ", ".join(sorted(modes))))

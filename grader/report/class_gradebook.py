@@ -1,7 +1,7 @@
 """The class gradebook (gradebook.csv): one row per student of a batch, wide.
 
 Columns: student, total, max_total, one per lab graded in the batch, one per task as `<lab>:<task id>`,
-status, notes. What the score columns hold follows the row's status (grader/report/outcomes.py):
+status, gpu (only for a batch on several GPUs, --gpus: 'GPU 2 (NVIDIA H100)'), notes. What the score columns hold follows the row's status (grader/report/outcomes.py):
 
   graded                total and max_total, each lab's score, each task's points (speed points
                         included, so a lab's task columns add up to its score)
@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import io
 
-from grader.report._format import clean_text, first_line, labelled, truncate
+from grader.report._format import clean_text, first_line, gpu_device, labelled, truncate
 from grader.report.gradebook import _cell, _num
 from grader.report.outcomes import LabColumn, StudentOutcome, batch_labs, by_name, roster_order
 from grader.report.standing import COMPILED, NOT_COMPILED, NOT_GRADED_NO_GPU, STATE_COMPILED, compile_state
@@ -26,13 +26,20 @@ from grader.report.standing import COMPILED, NOT_COMPILED, NOT_GRADED_NO_GPU, ST
 _NOTE_LIMIT = 600
 
 
-def gradebook_columns(labs: list[LabColumn]) -> list[str]:
+def gradebook_columns(labs: list[LabColumn], gpu: bool = False) -> list[str]:
     return (
         ["student", "total", "max_total"]
         + [lab.name for lab in labs]
         + [f"{lab.name}:{tid}" for lab in labs for tid, _ in lab.tasks]
-        + ["status", "notes"]
+        + ["status"]
+        + (["gpu"] if gpu else [])
+        + ["notes"]
     )
+
+
+def pinned(outcomes: list[StudentOutcome]) -> bool:
+    """Whether a row was graded on one GPU of several (batch --gpus): the gradebook then names it."""
+    return any(o.results is not None and gpu_device(o.results.run) for o in outcomes)
 
 
 def _notes(o: StudentOutcome) -> str:
@@ -88,12 +95,14 @@ def _cells(o: StudentOutcome, labs: list[LabColumn]) -> list[str]:
 def render_gradebook_csv(outcomes: list[StudentOutcome]) -> str:
     """One row per student, a broken or ungraded submission too (see the module docstring)."""
     labs = batch_labs(outcomes)
+    gpu = pinned(outcomes)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([_cell(c) for c in gradebook_columns(labs)])
+    writer.writerow([_cell(c) for c in gradebook_columns(labs, gpu)])
     for o in roster_order(outcomes):
-        writer.writerow([_cell(o.student), *_cells(o, labs), o.status, _cell(_notes(o))])
+        device = [_cell(gpu_device(o.results.run) if o.results is not None else "")] if gpu else []
+        writer.writerow([_cell(o.student), *_cells(o, labs), o.status, *device, _cell(_notes(o))])
     return out.getvalue()
 
 
-__all__ = ["gradebook_columns", "render_gradebook_csv"]
+__all__ = ["gradebook_columns", "pinned", "render_gradebook_csv"]

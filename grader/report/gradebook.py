@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 
-from grader.report._format import clean_text, gpu_name
+from grader.report._format import clean_text, gpu_device, gpu_name
 from grader.report.standing import GRADED, NOT_GRADED_NO_GPU, lab_standing
 from grader.results import Results
 
@@ -47,7 +47,7 @@ def render_csv(results: Results) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     run = results.run
-    gpu = gpu_name(run) if run.gpu_available else ""
+    gpu = (gpu_device(run) or gpu_name(run)) if run.gpu_available else ""
     for lab in results.labs:
         graded = lab_standing(lab).graded
         writer.writerow(

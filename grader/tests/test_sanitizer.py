@@ -151,8 +151,9 @@ def test_sanitizer_argv_and_small_mode() -> None:
 
 def test_tools_for() -> None:
     labs = {lab.name: lab for lab in discover(Path(__file__).resolve().parents[2])}
-    assert sanitizer.tools_for(labs["05-tiled-matmul"]) == ["memcheck", "racecheck"]
-    assert sanitizer.tools_for(labs["03-vector-add"]) == []
+    assert sanitizer.tools_for(labs["05-tiled-matmul"]) == ["memcheck", "racecheck", "synccheck"]
+    assert sanitizer.tools_for(labs["03-vector-add"]) == ["memcheck"]  # issue 12: memcheck in every lab
+    assert all("memcheck" in sanitizer.tools_for(lab) for lab in labs.values())
     assert sanitizer.tools_for(labs["03-vector-add"], ["racecheck", "bogus"]) == ["racecheck"]
 
 
