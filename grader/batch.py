@@ -219,6 +219,7 @@ def run_batch(
     perf: bool = True,
     gpu_runs: int = 1,
     sanitize_failing: bool = True,
+    stop_at_first_failure: bool = False,
     stdout: TextIO | None = None,
     progress: Progress | None = None,
     gpu: GpuProbe | None = None,
@@ -287,6 +288,7 @@ def run_batch(
         perf=perf,
         gpu_runs=gpu_runs,
         sanitize_failing=sanitize_failing,
+        stop_at_first_failure=stop_at_first_failure,
         gpus=devices,
     )
     force = force or not perf  # a correctness-only grade never stands in for a full one, nor the reverse

@@ -116,6 +116,7 @@ class BatchGrader:
         gpu_runs: int = 1,
         sanitize_failing: bool = True,
         gpus: list[GpuDevice] | None = None,
+        stop_at_first_failure: bool = False,
     ) -> None:
         self.root = root
         self.work_dir = work_dir or root / "build"  # where the slots' build and staging folders live
@@ -146,6 +147,7 @@ class BatchGrader:
         self.devices: list[GpuDevice] | None = list(gpus) if gpus and not compile_only else None
         self.pool = GpuPool(list(self.devices) if self.devices else [None], self.gpu_runs)
         self.sanitize_failing = sanitize_failing
+        self.stop_at_first_failure = stop_at_first_failure
         self.pristine: dict[str, BuildResult] = {}
         self.references: ReferenceTimings | None = None  # without --gpus; with it, per GPU: references_for()
         self._references: dict[int, ReferenceTimings] = {}
@@ -477,4 +479,5 @@ class BatchGrader:
             env=env,
             perf=self.perf,
             sanitize_failing=self.sanitize_failing,
+            stop_at_first_failure=self.stop_at_first_failure,
         )

@@ -345,9 +345,10 @@ def cmd_mutants(
     out.mkdir(parents=True, exist_ok=True)
     # Correctness only: perf is not judged here, and a mutant's perf tests would only cost GPU time.
     # Several correctness runs share the GPU at a time, and a mutant that failed a test is caught already:
-    # the sanitizer runs only where the tests passed.
+    # its run stops at that failure, nothing is re-run alone, and the sanitizer runs only where every
+    # test passed. A correct alternative and the reference pass, so they run everything.
     options = dict(force=True, jobs=jobs, preset=preset, timeout_s=timeout_s, quiet=quiet, perf=False,
-                   gpu_runs=gpu_runs, sanitize_failing=False)
+                   gpu_runs=gpu_runs, sanitize_failing=False, stop_at_first_failure=True)
     runs = mutation.run_mutants(root, labs, out, stdout=stdout, batch=batch, **options)
     text = mutation.format_runs(runs)
     (out / "mutation.txt").write_text(text + "\n")

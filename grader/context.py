@@ -44,6 +44,8 @@ class RunOptions:
     perf: bool = True  # False: correctness only, every size, no perf test run (the mutation gate)
     # False: no sanitizer run once a correctness test failed (the mutation gate: the bug is caught already).
     sanitize_failing: bool = True
+    # True: a binary's run stops at its first failing test and nothing is re-run alone (the mutation gate).
+    stop_at_first_failure: bool = False
     # Reference timings measured once and reused, {reference target: {test: series}} (grader/batch.py); None: time it here.
     reference_timings: Mapping[str, Mapping[str, PerfSeries]] | None = None
     # Untrusted submissions (grader/sandbox.py): the staged files and the build directory they build in.

@@ -155,7 +155,7 @@ def run_binary(ctx: GradeContext, lab: Lab, target: str, label: str, expected: l
         expected = None if expected is None else [n for n in expected if not runs.is_perf_suite(n.split(".", 1)[0])]
     run = runs.run_binary(
         ctx.builder_for(target).bin_dir / target, expected, timeout, label=label, env=ctx.options.env,
-        gtest_filter=gtest_filter,
+        gtest_filter=gtest_filter, stop_at_first_failure=ctx.options.stop_at_first_failure,
         max_consecutive_timeouts=ctx.options.max_consecutive_timeouts,
         on_rerun=lambda name: ctx.progress.step(f"re-running {shown(name)} alone"),
         policy=ctx.policy, on_fault=(lambda what: check(shown(what))) if check is not None else None,

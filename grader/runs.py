@@ -199,10 +199,11 @@ def run_once(
     label: str = "student",
     policy: RunPolicy | None = None,
     small: bool = False,
+    extra_args: list[str] | None = None,
 ) -> Attempt:
     """One process of the binary, confined as policy says; its report read and checked."""
     policy = policy or DEFAULT_POLICY
-    args = [f"--gtest_filter={gtest_filter}"] if gtest_filter else []
+    args = ([f"--gtest_filter={gtest_filter}"] if gtest_filter else []) + list(extra_args or [])
     return read_launch(launch(binary, args, timeout_s, env, policy, small=small), label, policy.verify)
 
 
@@ -286,8 +287,13 @@ def run_binary(
     policy: RunPolicy | None = None,
     on_fault: Callable[[str], str | None] | None = None,
     small: bool = False,
+    stop_at_first_failure: bool = False,
 ) -> BinaryRun:
     """Run a test binary once, then re-run alone each expected test that it did not report.
+
+    stop_at_first_failure (the mutation gate, where one lost point decides): the run stops at its first
+    failing test (--gtest_fail_fast), and once a test failed or the run crashed or hung, the tests it did
+    not report are not re-run but reported not run.
 
     expected: the tests the binary must report (from the instructor-owned build); tests outside it are
     dropped. None: whatever the binary reports, and on a crash whatever --gtest_list_tests says.
@@ -306,7 +312,8 @@ def run_binary(
             tests=[_not_run(n, label, Category.TIMEOUT, policy.cap_message()) for n in wanted],
             properties={}, notes=notes,
         )
-    first = run_once(binary, timeout_s, gtest_filter, env, label, policy, small)
+    first = run_once(binary, timeout_s, gtest_filter, env, label, policy, small,
+                     extra_args=["--gtest_fail_fast"] if stop_at_first_failure else None)
     props = dict(first.parsed.properties) if first.parsed else {}
     reported: dict[str, TestResult] = {t.name: t for t in first.parsed.tests} if first.parsed else {}
 
@@ -337,6 +344,19 @@ def run_binary(
         notes.append(f"{binary.name}: the run ended without usable results ({why}); its tests were re-run one by one")
 
     missing = [n for n in wanted if n not in reported]
+    if stop_at_first_failure and (first.parsed is None or first.proc.timed_out or any(
+            t.status is Status.FAILED for t in reported.values())):
+        why = ("not run: the run stopped at the first failure (--gtest_fail_fast), which decides the "
+               "mutation gate")
+        if first.proc.timed_out:
+            why = "not run: the run did not finish in time, which decides the mutation gate"
+        elif first.parsed is None:
+            ended = first.proc.signal_name or first.report_error or f"exit code {first.proc.returncode}"
+            why = f"not run: the run ended without results ({ended}), which decides the mutation gate"
+        notes = [n for n in notes if not n.endswith("re-run one by one")]  # they are not, here
+        results = {**reported, **{n: _not_run(n, label, Category.HARNESS, why) for n in missing}}
+        return BinaryRun(tests=[results[n] for n in wanted if n in results], properties=props, notes=notes,
+                         output=truncate(first.proc.output), confinement=first.proc.confinement)
     # Sticky CUDA errors: every CUDA-error failure after the first may be collateral damage.
     cuda_failures = [n for n in wanted if n in reported and reported[n].category is Category.CUDA_ERROR]
     rerun_set = set(missing) | set(cuda_failures[1:])

@@ -67,6 +67,9 @@ def main() -> int:
         entry = {"name": name, "status": "RUN", "result": "COMPLETED", "time": "0.01s", "classname": suite}
         entry.update(t.get("properties", {}))
         do = t.get("do", "pass")
+        if failed and "--gtest_fail_fast" in args:  # GoogleTest skips the rest after a failure
+            do = "skip"
+            t = {**t, "reason": "fail fast"}
         if sticky:
             do, t = "cuda_error", {**t, "error": sticky}
         if do == "fail":

@@ -180,3 +180,30 @@ def test_gtest_env_is_scrubbed(monkeypatch) -> None:
     monkeypatch.setenv("GTEST_FILTER", "Nothing.*")
     env = runs.test_env({"CUDALAB_SMALL": "1"})
     assert "GTEST_FILTER" not in env and env["CUDALAB_SMALL"] == "1"
+
+
+def test_stop_at_first_failure_runs_nothing_more(tmp_path: Path) -> None:
+    """The mutation gate: the run stops at its first failure (--gtest_fail_fast) and nothing is re-run
+    alone, not even after a crash; a run without failures is graded in full as usual."""
+    binary = make_binary(tmp_path / "bin", spec([
+        {"name": "S.A", "do": "pass"},
+        {"name": "S.B", "do": "fail", "message": "wrong"},
+        {"name": "S.C", "do": "pass"},
+    ]))
+    run = runs.run_binary(binary, runs.list_tests(binary), TIMEOUT, stop_at_first_failure=True)
+    assert run.reran == []
+    assert [t.status for t in run.tests] == [Status.PASSED, Status.FAILED, Status.SKIPPED]
+
+    crashing = make_binary(tmp_path / "crash", spec([
+        {"name": "S.Before", "do": "pass"},
+        {"name": "S.Crashes", "do": "segv"},
+        {"name": "S.After", "do": "pass"},
+    ]))
+    run = runs.run_binary(crashing, runs.list_tests(crashing), TIMEOUT, stop_at_first_failure=True)
+    assert run.reran == [] and not any("re-run one by one" in n for n in run.notes)
+    assert {t.status for t in run.tests} == {Status.NOT_RUN}
+    assert "SIGSEGV" in run.tests[0].message and "decides the mutation gate" in run.tests[0].message
+
+    clean = make_binary(tmp_path / "clean", spec([{"name": "S.A", "do": "pass"}, {"name": "S.B", "do": "pass"}]))
+    run = runs.run_binary(clean, runs.list_tests(clean), TIMEOUT, stop_at_first_failure=True)
+    assert [t.status for t in run.tests] == [Status.PASSED, Status.PASSED]

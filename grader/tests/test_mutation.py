@@ -158,11 +158,15 @@ def test_a_lab_at_the_goal_is_ok_and_the_verb_says_so(tmp_path):
     _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
     _write(lab, "alt", "# kind: correct\n# task: grid-stride\n# what: b\n")
     full = {"one-per-thread": 10.0}
-    batch, _ = _fake_batch({mutation.REFERENCE_ID: _results(name, full), "bug-caught": _results(name, {"one-per-thread": 0.0}),
-                            "correct-alt": _results(name, full)})
+    batch, calls = _fake_batch({mutation.REFERENCE_ID: _results(name, full), "bug-caught": _results(name, {"one-per-thread": 0.0}),
+                                "correct-alt": _results(name, full)})
     out = io.StringIO()
     code = commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=out, batch=batch)
     assert code == Exit.OK, out.getvalue()
+    # correctness only, runs side by side, and a failing mutant stops at its first failure, unsanitized
+    options = calls[0][3]
+    assert options["perf"] is False and options["gpu_runs"] == 3 and options["force"] is True
+    assert options["stop_at_first_failure"] is True and options["sanitize_failing"] is False
     assert (tmp_path / "o" / "mutation.txt").read_text().splitlines()[2].split()[1:3] == ["1/1", "100%"]
     data = json.loads((tmp_path / "o" / "mutation.json").read_text())
     assert data[0]["ok"] and data[0]["caught"] == 1
