@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +46,7 @@ from .batch_slots import BatchGrader, Graded, Interrupted, Prebuilt, SlotBuilder
 from .batch_summary import Tally as _Tally
 from .batch_summary import _verdict, batch_exit, format_eta
 from .batch_summary import summary as _summary
+from .batch_class import ClassSetup
 from .batch_students import (
     CLASS_FILES,
     LOG_FILE,
@@ -102,10 +103,12 @@ def _interrupted(grader: BatchGrader, graded: Graded | None) -> bool:
 
 
 def _grade_one(
-    grader: BatchGrader, student: Student, out_dir: Path, free_slots: queue.Queue[int]
+    grader: BatchGrader, student: Student, out_dir: Path, free_slots: queue.Queue[int],
+    late: Callable[[Student, Results], bool] | None = None,
 ) -> tuple[StudentOutcome | None, Graded]:
     """In a worker thread: grade one student in a free slot and write their reports. Never raises.
-    Returns (outcome, graded), or (None, graded) when the batch was interrupted during the grade."""
+    Returns (outcome, graded), or (None, graded) when the batch was interrupted during the grade.
+    late: a course file's late policy (grader/course.py), applied before the reports are written."""
     from .report import StudentOutcome, write_reports
 
     student_dir = out_dir / student.id
@@ -143,6 +146,8 @@ def _grade_one(
             compile_only=grader.compile_only,
         ), graded
     try:
+        if late is not None:
+            late(student, graded.results)
         write_reports(graded.results, student_dir, root=grader.root)
         write_state(
             student_dir,
@@ -229,11 +234,18 @@ def run_batch(
     only: Collection[str] | None = None,
     gpus: str | Sequence[GpuDevice] | None = None,
     gpu_lister: GpuLister | None = None,
+    roster: Path | None = None,
+    course: Path | None = None,
+    similarity: bool = True,
+    similarity_threshold: float | None = None,
 ) -> Exit:
     """Grade every submission of batch_dir into out_dir (see the module docstring). work_dir: where the
     pristine build, the slots and their lock live (default root/build); only: grade just these student
     ids (a Slurm task's shard, grader/slurm.py). gpus: --gpus ('all', '0,2,3' or the devices; None: the
-    one GPU the runtime picks), enumerated by gpu_lister (default: nvidia-smi; grader/batch_gpus.py)."""
+    one GPU the runtime picks), enumerated by gpu_lister (default: nvidia-smi; grader/batch_gpus.py).
+    roster: a roster CSV (grader/roster.py: who is in the class, which submission is whose; missing and
+    unmatched submissions); course: a course file (grader/course.py: due dates and the late policy).
+    similarity: after a batch that ran to the end, OUT/similarity.html (grader/similarity.py; informs only)."""
     from .report import StudentOutcome, write_batch_reports
     from .report.standing import COMPILED, GRADED
 
@@ -249,9 +261,12 @@ def run_batch(
     if out_dir.resolve() == batch_dir.resolve():
         raise GraderError("--out must not be the folder of submissions", Exit.USAGE)
     students, ignored = find_students(batch_dir, exclude=out_dir)
+    klass = ClassSetup.load(root, roster, course, compile_only)
+    students = klass.match(students, batch_dir)
     if only is not None:
         students = [s for s in students if s.id in only]
-    if not students:
+        klass.missing = []  # a shard of the class (a Slurm task): the merge lists who is missing
+    if not students and roster is None:
         raise GraderError(
             f"{batch_dir}: no submissions (one folder or .zip/.tar.gz archive per student)", Exit.USAGE
         )
@@ -334,6 +349,7 @@ def run_batch(
         prior = None if force else load_prior(student_dir)
         if prior is not None and still_stands(*prior, fp, lab_names, compile_only=compile_only, gpu=gpu.available):
             state, results = prior
+            klass.refresh(student, results, student_dir)  # the course file may have changed since
             outcomes[student.id] = outcome = StudentOutcome(
                 student.id,
                 results,
@@ -357,6 +373,7 @@ def run_batch(
     )
 
     paths: dict[str, Path] = {}
+    similar = ""  # the similarity report's line
     prepared = 0.0
     started = time.monotonic()
     try:
@@ -372,7 +389,7 @@ def run_batch(
                 tally.started = time.monotonic()
                 with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="cudalab-batch") as pool:
                     pending: dict[Future, Student] = {
-                        pool.submit(_grade_one, grader, s, out_dir, free): s for s in todo
+                        pool.submit(_grade_one, grader, s, out_dir, free, klass.late): s for s in todo
                     }
                     try:
                         while pending:
@@ -406,10 +423,14 @@ def run_batch(
                         raise
     finally:
         grader.unlock_slots()
-        ordered = [outcomes[s.id] for s in students if s.id in outcomes]
+        ordered = klass.finish([outcomes[s.id] for s in students if s.id in outcomes])
         if ordered:
             title = f"cudalab class summary: {batch_dir.resolve().name}"
-            paths = write_batch_reports(ordered, out_dir, title=title)
+            if similarity and only is None and sys.exc_info()[0] is None:  # a whole class that ran to the end
+                from .similarity import for_batch
+
+                similar = for_batch(root, students, labs, out_dir, similarity_threshold) + "\n"
+            paths = write_batch_reports(ordered, out_dir, title=title, unmatched=klass.problems)
         if grader.stop.is_set():
             stdout.write(
                 f"interrupted: {len(ordered)} of {len(students)} student(s) recorded"
@@ -423,7 +444,9 @@ def run_batch(
     stdout.write(
         _summary(ordered, len(todo), kept, compile_only, gpu)
         + f"; {format_eta(elapsed)} elapsed{per}\n"
-        f"class summary: {paths['html']}\ngradebook: {paths['csv']}\n"
+        + klass.lines()
+        + similar + f"class summary: {paths['html']}\ngradebook: {paths['csv']}\n"
+        + f"LMS gradebooks: {paths['canvas']} (Canvas), {paths['moodle']} (Moodle)\n"
     )
     return batch_exit(ordered, compile_only)
 

@@ -13,6 +13,10 @@ with no finished grade anywhere gets a `broken` row with the reason (what their 
 batch's gradebook says, a corrupt results.json, or that no batch ever graded them), never a hole:
 the roster (--roster: a folder of submissions, as `batch` reads it, or a text file of student ids,
 one per line) names who must have a row; without it, every student found in an OUT has one.
+
+A roster CSV (grader/roster.py) matches the OUTs' student folders by id and alias: a roster student
+that no OUT holds anything of gets a `missing` row (score 0: they handed in nothing), and a folder that
+matches nobody, or two students, is listed as unmatched and left out of the gradebook.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .batch_students import CLASS_FILES, LOG_FILE, STATE_FILE, find_students
 from .errors import Exit, GraderError
 from .results import Results, ResultsError
+from .roster import Roster, is_csv, match, read_roster_csv
 
 if TYPE_CHECKING:
     from .report.outcomes import StudentOutcome
@@ -128,6 +133,11 @@ def best(attempts: list[Attempt]) -> Attempt:
     return max(pool, key=lambda a: a.when)
 
 
+def load_roster(path: Path) -> list[str] | Roster:
+    """--roster: a roster CSV (a .csv file: grader/roster.py), else read_roster's ids."""
+    return read_roster_csv(path) if is_csv(path) else read_roster(path)
+
+
 def read_roster(path: Path) -> list[str]:
     """Student ids: a folder of submissions (as `batch` finds them) or a text file, one id a line
     ('#' comments and blank lines skipped)."""
@@ -147,9 +157,10 @@ class Merged:
     paths: dict[str, Path]
     missing: list[str]  # roster students no OUT has a folder for
     broken: list[str]  # every broken row
+    unmatched: list[tuple[str, str]] = field(default_factory=list)  # (folder, why): a roster CSV matched it to nobody
 
 
-def merge(outs: list[Path], dest: Path, roster: list[str] | None = None, title: str = "") -> Merged:
+def merge(outs: list[Path], dest: Path, roster: list[str] | Roster | None = None, title: str = "") -> Merged:
     """Read every OUT, pick each student's record, write DEST's class summary and gradebook."""
     from .report import StudentOutcome, write_batch_reports
 
@@ -159,12 +170,32 @@ def merge(outs: list[Path], dest: Path, roster: list[str] | None = None, title: 
             raise GraderError(f"{out}: no such directory (a folder `grader batch` wrote)", Exit.USAGE)
         for attempt in scan(out):
             found.setdefault(attempt.student, []).append(attempt)
+    people: dict[str, tuple[str, str]] = {}
+    problems: list[tuple[str, str]] = []
+    absent: set[str] = set()
+    if isinstance(roster, Roster):  # a roster CSV: folders by id or alias
+        m = match(roster, list(found))
+        problems = m.problems()
+        regrouped: dict[str, list[Attempt]] = {}
+        for name, sid in m.matched.items():
+            regrouped.setdefault(sid, []).extend(found[name])
+        found = regrouped
+        people = {s.id: (s.name, s.email) for s in roster.students}
+        absent = {s.id for s in m.missing}
+        roster = [s.id for s in roster.students]
     ids = list(dict.fromkeys([*(roster or []), *([] if roster is not None else found)]))
     dest.mkdir(parents=True, exist_ok=True)
     outcomes: list[StudentOutcome] = []
     missing: list[str] = []
     searched = ", ".join(str(o) for o in outs[:3]) + (f" and {len(outs) - 3} more" if len(outs) > 3 else "")
     for sid in ids:
+        if sid in absent:  # a roster CSV's student no batch holds anything of: handed in nothing
+            missing.append(sid)
+            name, email = people[sid]
+            outcomes.append(StudentOutcome(sid, None, error=f"no submission: no batch folder ({searched}) matches "
+                                                            "this student's id or aliases", name=name, email=email,
+                                           missing=True))
+            continue
         if sid not in found:
             missing.append(sid)
             outcomes.append(StudentOutcome(sid, None, error=f"no results: no batch graded this student ({searched} "
@@ -179,9 +210,12 @@ def merge(outs: list[Path], dest: Path, roster: list[str] | None = None, title: 
                                            compile_only=bool(a.state.get("compile_only", False))))
         else:
             outcomes.append(StudentOutcome(sid, None, error=a.error, report_dir=link))
-    paths = write_batch_reports(outcomes, dest, title=title or f"cudalab class summary: {dest.resolve().name}")
-    broken = [o.student for o in outcomes if o.results is None]
-    return Merged(outcomes, paths, missing, broken)
+    for o in outcomes:
+        o.name, o.email = people.get(o.student, (o.name, o.email))
+    paths = write_batch_reports(outcomes, dest, title=title or f"cudalab class summary: {dest.resolve().name}",
+                                unmatched=problems)
+    broken = [o.student for o in outcomes if o.broken]
+    return Merged(outcomes, paths, missing, broken, problems)
 
 
 def cmd_batch_merge(outs: list[Path], dest: Path, roster: Path | None = None, title: str = "",
@@ -190,16 +224,20 @@ def cmd_batch_merge(outs: list[Path], dest: Path, roster: Path | None = None, ti
     import sys
 
     stdout = stdout or sys.stdout
-    merged = merge([Path(o) for o in outs], Path(dest), read_roster(roster) if roster is not None else None, title)
+    merged = merge([Path(o) for o in outs], Path(dest), load_roster(roster) if roster is not None else None, title)
     n = len(merged.outcomes)
     stdout.write(f"merged {len(outs)} batch folder(s): {n} student(s), {n - len(merged.broken)} with results, "
                  f"{len(merged.broken)} broken" + (f" ({len(merged.missing)} never graded)" if merged.missing else "")
                  + "\n")
     for o in merged.outcomes:
-        if o.results is None:
+        if o.broken:
             stdout.write(f"  broken: {o.student}: {o.error}\n")
+        elif o.missing:
+            stdout.write(f"  missing: {o.student}: {o.error}\n")
+    for name, why in merged.unmatched:
+        stdout.write(f"  not merged: {name}: {why}\n")
     stdout.write(f"class summary: {merged.paths['html']}\ngradebook: {merged.paths['csv']}\n")
     return Exit.TEST_FAILURES if merged.broken else Exit.OK
 
 
-__all__ = ["Attempt", "Merged", "best", "cmd_batch_merge", "merge", "read_attempt", "read_roster", "scan"]
+__all__ = ["Attempt", "Merged", "best", "cmd_batch_merge", "load_roster", "merge", "read_attempt", "read_roster", "scan"]

@@ -59,8 +59,9 @@ def _verdict(outcome: StudentOutcome) -> str:
 def batch_exit(outcomes: list[StudentOutcome], compile_only: bool) -> Exit:
     """4 when a row could not be graded for lack of a GPU; for a compile check, 3 unless every
     submission compiled; else 0 (whatever the scores)."""
-    from .report.standing import COMPILED, NOT_GRADED_NO_GPU
+    from .report.standing import COMPILED, MISSING, NOT_GRADED_NO_GPU
 
+    outcomes = [o for o in outcomes if o.status != MISSING]  # a roster student who handed in nothing
     if compile_only:
         return Exit.OK if all(o.status == COMPILED for o in outcomes) else Exit.BUILD
     if any(o.status == NOT_GRADED_NO_GPU for o in outcomes):

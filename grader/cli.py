@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from . import __version__, batch_merge, commands
+from . import __version__, batch_merge, commands, similarity
 from . import slurm as slurm_commands
 from .errors import Exit, GraderError
 from .labs import ROOT_ENV, LabError, find_root
@@ -86,8 +86,8 @@ def _slurm_parsers(verbs: argparse._SubParsersAction, prog: str) -> None:
                          help="(batch merge) one class summary and gradebook from the folders of many batches")
     p.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="folders `grader batch` wrote (OUT/<student>/)")
     p.add_argument("--out", dest="dest", type=Path, required=True, help="where class-summary.html and gradebook.csv go")
-    p.add_argument("--roster", type=Path, help="who gets a row: a folder of submissions, or a file of student ids "
-                                               "(default: every student found in an OUT)")
+    p.add_argument("--roster", type=Path, help="who gets a row: a folder of submissions, a file of student ids, or a "
+                                               "roster .csv (id, name, email, aliases; default: every student found)")
     p.add_argument("--title", default="", help="the class summary's title")
 
     slurm = verbs.add_parser("slurm", help="grade a class on a Slurm cluster: a job array and a merge job")
@@ -234,7 +234,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sandbox", dest="sandbox", action="store_false",
                    help="do not run test binaries under bubblewrap even where it is installed")
     _confine_opts(p)
+    p.add_argument("--roster", type=Path, metavar="CSV", help="the class: id, name, email[, aliases, submitted_at]; "
+                                                            "missing and unmatched submissions are listed")
+    p.add_argument("--course", type=Path, metavar="TOML", help="due dates and the late policy (course.toml)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--similarity", action=argparse.BooleanOptionalAction, default=True,
+                   help="write OUT/similarity.html, the most similar pairs of files per lab (default: on; it "
+                        "informs, it changes no grade)")
+    p.add_argument("--similarity-threshold", type=similarity.threshold_arg, metavar="SHARE",
+                   help="flag pairs at or above this similarity, 0..1 or a percentage (default 0.5)")
+
+    p = verbs.add_parser("similarity", help="pairs of suspiciously similar student files per lab, the skeleton's "
+                                            "code left out: OUT/similarity.html (needs copydetect)")
+    p.add_argument("path", type=Path, metavar="SUBMISSIONS_OR_OUT",
+                   help="a folder of submissions (as batch reads it) or a folder `grader batch` wrote")
+    p.add_argument("--lab", dest="labs", action="append", default=[], metavar="NN",
+                   help="a lab (repeatable; default: all)")
+    p.add_argument("--out", type=Path,
+                   help="where similarity.html goes (default: OUT itself; required for SUBMISSIONS)")
+    p.add_argument("--threshold", type=similarity.threshold_arg, metavar="SHARE",
+                   help="flag pairs at or above this similarity, 0..1 or a percentage (default 0.5)")
     return parser
 
 
@@ -279,7 +298,11 @@ def dispatch(args: argparse.Namespace) -> Exit:
         return cmd_batch(root, args.batch_dir, args.out, args.labs, force=args.force, jobs=args.jobs, preset=args.preset,
                          timeout_s=args.timeout_s, max_seconds=args.max_seconds, sanitizer_tools=args.sanitizer_tools,
                          sandbox=args.sandbox, quiet=args.quiet, confine=args.confine,
-                         host_memory_mib=args.host_memory_mib, compile_only=args.compile_only, gpus=args.gpus)
+                         host_memory_mib=args.host_memory_mib, compile_only=args.compile_only, gpus=args.gpus,
+                         roster=args.roster, course=args.course, similarity=args.similarity,
+                         similarity_threshold=args.similarity_threshold)
+    if args.verb == "similarity":
+        return similarity.cmd_similarity(root, args.path, args.labs, out=args.out, threshold=args.threshold)
     if args.verb == "batch-merge":
         return batch_merge.cmd_batch_merge(args.outs, args.dest, roster=args.roster, title=args.title)
     if args.verb == "slurm":

@@ -185,6 +185,9 @@ def check_python() -> list[Check]:
     ok = importlib.util.find_spec("rich") is not None
     checks.append(Check("python: rich", ok, "found" if ok else "missing (plain-text progress is used instead)",
                         "pip install rich", required=False))
+    ok = importlib.util.find_spec("copydetect") is not None
+    checks.append(Check("python: copydetect", ok, "found" if ok else "missing (the batch's similarity report is skipped)",
+                        "pip install copydetect", required=False))
     return checks
 
 

@@ -11,7 +11,9 @@ lab's visibility (lab.toml: [hidden] visibility = ...); they are scored by the l
   hidden            "N hidden tests: X passed", never names,        entries "hidden" (course staff only)
                     inputs or messages
   after_due_date    the same, until the report is rendered with     entries "after_due_date"
-                    --reveal-hidden or the run is in solution mode
+                    --reveal-hidden, the run is in solution mode,
+                    or the lab's due date in a course file has
+                    passed (batch --course: the lab's late record)
   visible           every test, like the public ones                entries as visible as the rest
 
 results.json keeps everything: it is the instructor's record (and what `report --from` re-renders).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from datetime import datetime, timezone
 
 from .results import BuildResult, Category, LabResult, Results, Status, TestResult
 
@@ -201,8 +204,23 @@ def _redact_build(build: BuildResult) -> BuildResult:
     )
 
 
-def redact_lab(lab: LabResult, reveal: bool = False, mode: str = "student") -> LabResult:
-    """A copy of lab for student-facing reports (the argument is not changed)."""
+def past_due(lab: LabResult, now: datetime | None = None) -> bool:
+    """Whether a course file's due date for this lab (its latest extension included: no student still
+    working on it sees them; grader/course.py) has passed: after_due_date tests then show."""
+    after = lab.late.reveal_hidden_after if lab.late is not None else ""
+    if not after:
+        return False
+    try:
+        when = datetime.fromisoformat(after)
+    except ValueError:
+        return False
+    return when.utcoffset() is not None and (now or datetime.now(timezone.utc)) >= when
+
+
+def redact_lab(lab: LabResult, reveal: bool = False, mode: str = "student", now: datetime | None = None) -> LabResult:
+    """A copy of lab for student-facing reports (the argument is not changed). With a course file's due
+    date in the lab's late record, after_due_date tests show once it has passed (now: the clock)."""
+    reveal = reveal or past_due(lab, now)
     out = copy.deepcopy(lab)
     groups: dict[str | None, list[TestResult]] = {}
     slots: list[TestResult | tuple[str | None]] = []  # a test, or (task,): where a group's summary goes
@@ -224,14 +242,14 @@ def redact_lab(lab: LabResult, reveal: bool = False, mode: str = "student") -> L
     return out
 
 
-def redact(results: Results, reveal: bool = False) -> Results:
+def redact(results: Results, reveal: bool = False, now: datetime | None = None) -> Results:
     """A copy of results that student-facing reports render: hidden tests the visibility conceals
     become one summary row per task, with counts only; the messages and build output of the hidden
     binary go too. `reveal` (--reveal-hidden) shows "after_due_date" tests; solution mode shows them too."""
     mode = results.run.mode
     return Results(
         run=copy.deepcopy(results.run),
-        labs=[redact_lab(lab, reveal, mode) for lab in results.labs],
+        labs=[redact_lab(lab, reveal, mode, now) for lab in results.labs],
         schema_version=results.schema_version,
     )
 

@@ -9,7 +9,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this grader reads. 2 added LabResult.late (the late policy of a course file, grader/course.py);
+# a version 1 file is a version 2 file without it.
+READABLE_VERSIONS = (1, 2)
 
 
 class ResultsError(Exception):
@@ -139,6 +142,29 @@ class TaskScore:
 
 
 @dataclass
+class LateRecord:
+    """How a course's late policy (grader/course.py) treated one lab's submission. The lab's score is
+    the final score; raw_score is what the tests earned before the penalty."""
+
+    due: str  # ISO 8601: the student's due date, extension included ("" when the lab has none)
+    submitted: str  # ISO 8601 ("" when no trustworthy time was found)
+    source: str  # where `submitted` came from: "git commit", "archive mtime", "submitted_at column", ""
+    raw_score: float
+    penalty: float = 0.0  # points taken off
+    penalty_percent: float = 0.0  # of raw_score, after the cap
+    late_seconds: float = 0.0  # after the due date (0 when on time, or within the grace period)
+    late_days_used: int = 0  # course late days this lab spent
+    late_days_left: int = 0  # what the student has left after this lab
+    charged: int = 0  # late days or hours the penalty was charged for, after the late days
+    unit: str = "day"  # "day" or "hour": what one penalty step is
+    rate_percent: float = 0.0  # penalty per unit, in percent of the raw score
+    cap_percent: float = 100.0
+    grace_minutes: float = 0.0
+    extension: str = ""  # the extension that moved `due` ("2 days", "until ...") or ""
+    reveal_hidden_after: str = ""  # ISO 8601: when hidden tests of visibility after_due_date show
+
+
+@dataclass
 class LabResult:
     number: int
     name: str  # "03-vector-add"
@@ -149,6 +175,7 @@ class LabResult:
     tests: list[TestResult] = field(default_factory=list)
     tasks: list[TaskScore] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # lab-level notes (build failed, crashed, ...)
+    late: LateRecord | None = None  # a course file's late policy (schema 2; omitted when None)
 
     @property
     def passed(self) -> int:
@@ -199,7 +226,11 @@ class Results:
         return sum(lab.max_score for lab in self.labs)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        data = _plain(asdict(self))
+        for lab in data["labs"]:
+            if lab.get("late") is None:
+                lab.pop("late", None)  # a run without a course file reads as it did in schema 1
+        return data
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,13 +243,14 @@ class Results:
         if not isinstance(data, dict):
             raise ResultsError("results.json does not hold a JSON object")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ResultsError(f"results.json has schema_version {version!r}; this grader reads {SCHEMA_VERSION}")
+        if version not in READABLE_VERSIONS:
+            raise ResultsError(f"results.json has schema_version {version!r}; this grader reads "
+                               f"{', '.join(map(str, READABLE_VERSIONS))}")
         try:
             return cls(
                 run=RunInfo(**data["run"]),
                 labs=[_lab_from_dict(lab) for lab in data.get("labs", [])],
-                schema_version=version,
+                schema_version=SCHEMA_VERSION,  # read as the current schema: a version 1 file has no late records
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ResultsError(f"results.json is malformed: {err}") from None
@@ -269,4 +301,5 @@ def _lab_from_dict(d: dict[str, Any]) -> LabResult:
     ]
     d["tests"] = [_test_from_dict(t) for t in d.get("tests", [])]
     d["tasks"] = [TaskScore(**t) for t in d.get("tasks", [])]
+    d["late"] = LateRecord(**d["late"]) if d.get("late") else None
     return LabResult(**d)

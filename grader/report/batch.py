@@ -49,6 +49,7 @@ from grader.report._format import (
 )
 from grader.report.class_gradebook import gradebook_columns, render_gradebook_csv
 from grader.report.html import environment
+from grader.report.lms import write_lms_exports
 from grader.report.outcomes import (
     LabColumn,
     StudentOutcome,
@@ -62,6 +63,7 @@ from grader.report.standing import (
     BROKEN,
     COMPILED,
     GRADED,
+    MISSING,
     NOT_COMPILED,
     NOT_GRADED_NO_GPU,
     STATE_COMPILED,
@@ -251,6 +253,7 @@ def _students_line(outcomes: list[StudentOutcome]) -> str:
     count = Counter(o.status for o in outcomes)
     shown = [GRADED] if not (count[COMPILED] or count[NOT_COMPILED]) or count[GRADED] else []
     shown += [s for s in (NOT_GRADED_NO_GPU, COMPILED, NOT_COMPILED) if count[s]] + [BROKEN]
+    shown += [MISSING] if count[MISSING] else []
     return f"{len(outcomes)} (" + ", ".join(f"{count[s]} {s}" for s in shown) + ")"
 
 
@@ -543,7 +546,8 @@ def _roster(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> list[dict[
         for col in labs:
             lab = mine.get(col.name)
             if lab is None:
-                cells.append({"text": "–", "grade": "none", "title": "not graded", "build_failed": False})
+                cells.append({"text": "0" if status == MISSING else "–", "grade": "low" if status == MISSING else "none",
+                              "title": "no submission" if status == MISSING else "not graded", "build_failed": False})
                 continue
             if status in (COMPILED, NOT_COMPILED):
                 state, why = compile_state(lab)
@@ -555,13 +559,21 @@ def _roster(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> list[dict[
                               "build_failed": _build_failed(lab)})
                 continue
             pct = percent(lab.score, lab.max_score)
+            late = lab.late
             cells.append(
                 {
                     "text": fmt_points(lab.score),
                     "grade": _grade(pct) if lab.max_score > 0 else "none",
                     "title": f"{fmt_points(lab.score)} / {fmt_points(lab.max_score)}: {lab.passed} passed, "
-                    f"{lab.failed} failed, {lab.skipped} skipped, {lab.not_run} not run",
+                    f"{lab.failed} failed, {lab.skipped} skipped, {lab.not_run} not run"
+                    + (f"; raw {fmt_points(late.raw_score)}, late penalty {fmt_points(late.penalty)}, "
+                       f"{late.late_days_used} late day(s) used; submitted {late.submitted or 'at an unknown time'}"
+                       f"{' (' + late.source + ')' if late.source else ''}" if late is not None else ""),
                     "build_failed": _build_failed(lab),
+                    "late": (f"−{fmt_points(late.penalty)} late" if late is not None and late.penalty else "")
+                    + (f"{' · ' if late.penalty else ''}{late.late_days_used} late day"
+                       f"{'s' if late.late_days_used != 1 else ''}"
+                       if late is not None and late.late_days_used else ""),
                 }
             )
         scored = status == GRADED and r is not None
@@ -569,7 +581,8 @@ def _roster(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> list[dict[
         rows.append(
             {
                 "student": o.student,
-                "broken": r is None,
+                "name": o.name,
+                "broken": status == BROKEN,
                 "status": status,
                 "scored": scored,
                 "score": fmt_points(r.score) if scored and r is not None else "",
@@ -590,12 +603,31 @@ def _roster(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> list[dict[
     return rows
 
 
-def class_view(outcomes: list[StudentOutcome], title: str = "") -> dict[str, Any]:
+def _late_summary(outcomes: list[StudentOutcome]) -> dict[str, Any] | None:
+    """With a course file: how many labs were late, penalized, and the late days spent."""
+    records = [lab.late for o in outcomes if o.status == GRADED and o.results is not None
+               for lab in o.results.labs if lab.late is not None]
+    if not records:
+        return None
+    return {
+        "late": sum(1 for r in records if r.late_seconds > 0),
+        "penalized": sum(1 for r in records if r.penalty > 0),
+        "points": fmt_points(sum(r.penalty for r in records)),
+        "days": sum(r.late_days_used for r in records),
+        "unknown": sum(1 for r in records if r.due and not r.submitted),
+        "sources": ", ".join(f"{s} {n}" for s, n in sorted(Counter(r.source or "unknown" for r in records).items())),
+    }
+
+
+def class_view(
+    outcomes: list[StudentOutcome], title: str = "", unmatched: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
     """The class summary's view model. Statistics, pass rates and leaderboards count the graded
-    outcomes only; the roster lists everyone with their status."""
+    outcomes only; the roster lists everyone with their status. unmatched: (submission, why) of the
+    submissions a roster matched to nobody (or to two students), which were not graded."""
     labs = batch_labs(outcomes)
     head = _header(outcomes, labs)
-    broken = [o for o in _sorted(outcomes) if o.results is None]
+    broken = [o for o in _sorted(outcomes) if o.status == BROKEN]
     graded = graded_only(outcomes)
     compile_check = any(o.compile_only for o in outcomes)
     return {
@@ -624,13 +656,23 @@ def class_view(outcomes: list[StudentOutcome], title: str = "") -> dict[str, Any
         ],
         "roster": _roster(outcomes, labs),
         "any_links": any(o.report_dir for o in outcomes),
+        "missing": [o.student for o in _sorted(outcomes) if o.status == MISSING],
+        "unmatched": [{"name": n, "why": why} for n, why in (unmatched or [])],
+        "late": _late_summary(outcomes),
+        "names": any(o.name for o in outcomes),
     }
 
 
-def render_class_summary(outcomes: list[StudentOutcome], title: str = "") -> str:
-    """The class summary as one self-contained HTML document."""
+def render_class_summary(
+    outcomes: list[StudentOutcome], title: str = "", unmatched: list[tuple[str, str]] | None = None,
+    similarity: dict[str, Any] | None = None,
+) -> str:
+    """The class summary as one self-contained HTML document. similarity: the link to similarity.html
+    and its counts (grader/report/similarity.py class_link), None without one."""
     svg.reset_ids()
-    return environment().get_template("class_summary.html.j2").render(**class_view(outcomes, title))
+    return environment().get_template("class_summary.html.j2").render(
+        **class_view(outcomes, title, unmatched), similarity=similarity
+    )
 
 
 # --- files -----------------------------------------------------------------------------------------
@@ -642,14 +684,31 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)  # a reader never sees half a report
 
 
-def write_batch_reports(outcomes: list[StudentOutcome], out_dir: Path, title: str = "") -> dict[str, Path]:
-    """Write class-summary.html and gradebook.csv into out_dir; returns {"html": path, "csv": path}."""
+def write_batch_reports(
+    outcomes: list[StudentOutcome], out_dir: Path, title: str = "", unmatched: list[tuple[str, str]] | None = None
+) -> dict[str, Path]:
+    """Write class-summary.html, gradebook.csv and the LMS gradebooks (grader/report/lms.py) into out_dir;
+    returns {"html", "csv", "canvas", "moodle"}: paths. The summary links OUT/similarity.html if there is one.
+    unmatched: the submissions a roster matched to nobody (grader/roster.py), listed on the page."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {fmt: out_dir / name for fmt, name in FILES.items()}
-    _write(paths["html"], render_class_summary(outcomes, title))
+    _write(paths["html"], render_class_summary(outcomes, title, unmatched, _similarity_link(out_dir)))
     _write(paths["csv"], render_gradebook_csv(outcomes))
+    paths.update(write_lms_exports(outcomes, out_dir))  # gradebook-canvas.csv, gradebook-moodle.csv
     return paths
+
+
+def _similarity_link(out_dir: Path) -> dict[str, Any] | None:
+    """The class summary's link to OUT/similarity.html, from OUT/similarity.json (grader/similarity.py)."""
+    import json
+
+    from grader.report.similarity import class_link
+
+    try:
+        return class_link(json.loads((out_dir / "similarity.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 __all__ = [

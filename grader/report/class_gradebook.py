@@ -1,7 +1,9 @@
 """The class gradebook (gradebook.csv): one row per student of a batch, wide.
 
 Columns: student, total, max_total, one per lab graded in the batch, one per task as `<lab>:<task id>`,
-status, gpu (only for a batch on several GPUs, --gpus: 'GPU 2 (NVIDIA H100)'), notes. What the score columns hold follows the row's status (grader/report/outcomes.py):
+with a course file (grader/course.py) five per lab (`<lab> raw`, `<lab> penalty`, `<lab> late days`,
+`<lab> submitted`, `<lab> time source`; the lab column itself is the final score), with a roster
+(grader/roster.py) name and email, status, gpu (only for a batch on several GPUs, --gpus: 'GPU 2 (NVIDIA H100)'), notes. What the score columns hold follows the row's status (grader/report/outcomes.py):
 
   graded                total and max_total, each lab's score, each task's points (speed points
                         included, so a lab's task columns add up to its score)
@@ -9,6 +11,7 @@ status, gpu (only for a batch on several GPUs, --gpus: 'GPU 2 (NVIDIA H100)'), n
   compiled / not compiled   (a compile check) each lab column says compiled, compile error, link error
                         or refused; totals and tasks are empty; notes say what failed and why
   broken                no score; notes hold the error
+  missing               a roster student with no submission: total and every lab 0, tasks empty
 
 A lab or task the student was not graded on is empty.
 """
@@ -20,17 +23,36 @@ import io
 
 from grader.report._format import clean_text, first_line, gpu_device, labelled, truncate
 from grader.report.gradebook import _cell, _num
-from grader.report.outcomes import LabColumn, StudentOutcome, batch_labs, by_name, roster_order
-from grader.report.standing import COMPILED, NOT_COMPILED, NOT_GRADED_NO_GPU, STATE_COMPILED, compile_state
+from grader.report.outcomes import (
+    LabColumn,
+    StudentOutcome,
+    batch_labs,
+    by_name,
+    late_labs,
+    roster_order,
+    with_roster,
+)
+from grader.report.standing import (
+    COMPILED,
+    GRADED,
+    MISSING,
+    NOT_COMPILED,
+    NOT_GRADED_NO_GPU,
+    STATE_COMPILED,
+    compile_state,
+)
 
 _NOTE_LIMIT = 600
+LATE_COLUMNS = ("raw", "penalty", "late days", "submitted", "time source")  # per lab, with a course file
 
 
-def gradebook_columns(labs: list[LabColumn], gpu: bool = False) -> list[str]:
+def gradebook_columns(labs: list[LabColumn], gpu: bool = False, late: bool = False, roster: bool = False) -> list[str]:
     return (
         ["student", "total", "max_total"]
         + [lab.name for lab in labs]
         + [f"{lab.name}:{tid}" for lab in labs for tid, _ in lab.tasks]
+        + ([f"{lab.name} {c}" for lab in labs for c in LATE_COLUMNS] if late else [])
+        + (["name", "email"] if roster else [])
         + ["status"]
         + (["gpu"] if gpu else [])
         + ["notes"]
@@ -64,6 +86,8 @@ def _notes(o: StudentOutcome) -> str:
                     notes.append(f"{lab.name}: {clean_text(b.message) or b.target + ' did not build'}")
         if not o.results.labs:
             notes.append("no labs graded")
+    elif status == MISSING:
+        notes.append(clean_text(o.error) or "no submission")
     elif not o.error:
         notes.append("not graded")
     # One note per distinct problem: a compile error breaks the lab's student and hidden binaries alike.
@@ -76,6 +100,8 @@ def _cells(o: StudentOutcome, labs: list[LabColumn]) -> list[str]:
     results = o.results
     mine = by_name(results)
     tasks_n = sum(len(lab.tasks) for lab in labs)
+    if o.status == MISSING:
+        return ["0", _num(sum(lab.max_score for lab in labs)), *["0"] * len(labs)] + [""] * tasks_n
     if results is None or o.status == NOT_GRADED_NO_GPU:
         return ["", ""] + [""] * (len(labs) + tasks_n)
     if o.status in (COMPILED, NOT_COMPILED):
@@ -92,17 +118,40 @@ def _cells(o: StudentOutcome, labs: list[LabColumn]) -> list[str]:
     return row
 
 
+def _late_cells(o: StudentOutcome, labs: list[LabColumn]) -> list[str]:
+    """Per lab: raw score, penalty, late days used, when it was submitted and the time's source."""
+    mine = by_name(o.results)
+    cells: list[str] = []
+    for col in labs:
+        lab = mine.get(col.name)
+        late = lab.late if lab is not None else None
+        if late is None:
+            cells += [""] * len(LATE_COLUMNS)
+            continue
+        scored = o.status == GRADED
+        cells += [
+            _num(late.raw_score) if scored else "",
+            _num(late.penalty) if scored else "",
+            str(late.late_days_used),
+            _cell(late.submitted),
+            _cell(late.source or "unknown"),
+        ]
+    return cells
+
+
 def render_gradebook_csv(outcomes: list[StudentOutcome]) -> str:
-    """One row per student, a broken or ungraded submission too (see the module docstring)."""
+    """One row per student, a broken, ungraded or missing one too (see the module docstring)."""
     labs = batch_labs(outcomes)
     gpu = pinned(outcomes)
+    late, roster = late_labs(outcomes), with_roster(outcomes)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([_cell(c) for c in gradebook_columns(labs, gpu)])
+    writer.writerow([_cell(c) for c in gradebook_columns(labs, gpu, late, roster)])
     for o in roster_order(outcomes):
         device = [_cell(gpu_device(o.results.run) if o.results is not None else "")] if gpu else []
-        writer.writerow([_cell(o.student), *_cells(o, labs), o.status, *device, _cell(_notes(o))])
+        extra = (_late_cells(o, labs) if late else []) + ([_cell(o.name), _cell(o.email)] if roster else [])
+        writer.writerow([_cell(o.student), *_cells(o, labs), *extra, o.status, *device, _cell(_notes(o))])
     return out.getvalue()
 
 
-__all__ = ["gradebook_columns", "pinned", "render_gradebook_csv"]
+__all__ = ["LATE_COLUMNS", "gradebook_columns", "pinned", "render_gradebook_csv"]

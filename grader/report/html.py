@@ -154,6 +154,7 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
         "graded": graded,
         "score": fmt_points(lab.score),
         "max_score": fmt_points(lab.max_score),
+        "late": _late_text(lab) if graded else "",
         "pct": f"{pct:.1f}",
         "grade": _grade(pct),
         "passed": c[Status.PASSED],
@@ -196,6 +197,15 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
         "progressions": _progressions(lab, mode),
         "perf_cards": [_perf_card(t, anchor, mode) for t in perf_tests],
     }
+
+
+def _late_text(lab: LabResult) -> str:
+    """How a course file's late policy treated the lab (grader/course.py), for the student."""
+    if lab.late is None:
+        return ""
+    from grader.course import explain
+
+    return explain(lab.late, lab.max_score)
 
 
 def _group(title: str, challenge: bool, members: list[tuple[TestResult, dict[str, Any]]]) -> dict[str, Any]:

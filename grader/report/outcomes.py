@@ -7,6 +7,7 @@ An outcome's status says what its row holds (grader/report/standing.py):
   not graded (no GPU)   no score: the tests that make a grade could not run
   compiled, not compiled   a compile check (batch --compile-only): what built, what was refused
   broken                no results: the submission could not be graded (an unreadable archive, ...)
+  missing               a roster student with no submission (grader/roster.py): score 0
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grader.report._format import clean_text
-from grader.report.standing import BROKEN, COMPILED, GRADED, NOT_COMPILED, NOT_GRADED_NO_GPU, compiled, standing
+from grader.report.standing import (
+    BROKEN,
+    COMPILED,
+    GRADED,
+    MISSING,
+    NOT_COMPILED,
+    NOT_GRADED_NO_GPU,
+    compiled,
+    standing,
+)
 from grader.results import LabResult, Results
 
 
@@ -28,13 +38,18 @@ class StudentOutcome:
     report_dir: str = ""  # the student's report folder, relative to the class summary (for links)
     seconds: float = 0.0  # how long grading it took
     compile_only: bool = False  # a compile check: built and checked, no test run
+    name: str = ""  # from the roster (grader/roster.py)
+    email: str = ""
+    missing: bool = False  # a roster student with no submission
 
     @property
     def broken(self) -> bool:
-        return self.results is None
+        return self.results is None and not self.missing
 
     @property
     def status(self) -> str:
+        if self.missing:
+            return MISSING
         if self.results is None:
             return BROKEN
         if self.compile_only:
@@ -45,6 +60,22 @@ class StudentOutcome:
     def graded(self) -> bool:
         """Whether the row holds a score."""
         return self.status == GRADED
+
+    @property
+    def final_scores(self) -> dict[str, float]:
+        """lab name -> the score that counts (a course file's late penalty already taken off: the lab's
+        score is the final one, its late record keeps the raw score; grader/course.py)."""
+        return {lab.name: lab.score for lab in self.results.labs} if self.results is not None else {}
+
+
+def late_labs(outcomes: list[StudentOutcome]) -> bool:
+    """Whether a course file's late policy was applied (some lab carries a late record)."""
+    return any(lab.late is not None for o in outcomes if o.results is not None for lab in o.results.labs)
+
+
+def with_roster(outcomes: list[StudentOutcome]) -> bool:
+    """Whether the batch had a roster (grader/roster.py): the gradebook then has name and email columns."""
+    return any(o.name or o.email or o.missing for o in outcomes)
 
 
 def graded_only(outcomes: list[StudentOutcome]) -> list[StudentOutcome]:
@@ -89,4 +120,14 @@ def build_failed(lab: LabResult) -> bool:
     return any(not b.ok for b in lab.builds)
 
 
-__all__ = ["LabColumn", "StudentOutcome", "batch_labs", "build_failed", "by_name", "graded_only", "roster_order"]
+__all__ = [
+    "LabColumn",
+    "StudentOutcome",
+    "batch_labs",
+    "build_failed",
+    "by_name",
+    "graded_only",
+    "late_labs",
+    "roster_order",
+    "with_roster",
+]

@@ -27,7 +27,8 @@ NOT_GRADED_NO_GPU = "not graded (no GPU)"
 COMPILED = "compiled"
 NOT_COMPILED = "not compiled"
 BROKEN = "broken"
-ROW_STATUSES = (GRADED, NOT_GRADED_NO_GPU, COMPILED, NOT_COMPILED, BROKEN)
+MISSING = "missing"  # a roster student with no submission (grader/roster.py): score 0
+ROW_STATUSES = (GRADED, NOT_GRADED_NO_GPU, COMPILED, NOT_COMPILED, BROKEN, MISSING)
 
 # compile_state() values
 STATE_COMPILED = "compiled"
@@ -126,6 +127,7 @@ __all__ = [
     "COMPILED",
     "COMPILE_STATES",
     "GRADED",
+    "MISSING",
     "NOT_COMPILED",
     "NOT_GRADED",
     "NOT_GRADED_NO_GPU",

@@ -297,8 +297,9 @@ def test_gradebook_edge_cases() -> None:
 
 def test_write_batch_reports(tmp_path: Path, outcomes: list[StudentOutcome]) -> None:
     paths = write_batch_reports(outcomes, tmp_path / "class")
-    assert set(paths) == {"html", "csv"}
+    assert set(paths) == {"html", "csv", "canvas", "moodle"}
     assert paths["html"].name == "class-summary.html" and paths["csv"].name == "gradebook.csv"
+    assert paths["canvas"].name == "gradebook-canvas.csv" and paths["moodle"].name == "gradebook-moodle.csv"
     assert paths["html"].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert paths["csv"].read_text(encoding="utf-8") == render_gradebook_csv(outcomes)
     assert not list((tmp_path / "class").glob("*.tmp"))

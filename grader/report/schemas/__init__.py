@@ -1,6 +1,7 @@
 """Schema checkers for every export, without network or dependencies: Gradescope results.json, the
-GitHub Classroom runner result, JUnit XML, and the CSV gradebooks. Each validate_* returns a list of
-problems ("path: what is wrong"); an empty list means the consumer will read the export.
+GitHub Classroom runner result, JUnit XML, and the CSV gradebooks (Canvas's and Moodle's: lms.py).
+Each validate_* returns a list of problems ("path: what is wrong"); an empty list means the consumer
+will read the export.
 
 check_exports(results) renders every export of one run and validates each (a runtime self-check)."""
 
@@ -14,6 +15,7 @@ from grader.report.schemas.classroom import validate_classroom, validate_classro
 from grader.report.schemas.gradebook import validate_class_gradebook, validate_csv_cells
 from grader.report.schemas.gradescope import validate_gradescope
 from grader.report.schemas.junit import validate_junit
+from grader.report.schemas.lms import validate_canvas_csv, validate_moodle_csv
 
 if TYPE_CHECKING:
     from grader.results import Results
@@ -45,10 +47,12 @@ __all__ = [
     "check_exports",
     "json_value_errors",
     "validate",
+    "validate_canvas_csv",
     "validate_class_gradebook",
     "validate_classroom",
     "validate_classroom_encoded",
     "validate_csv_cells",
     "validate_gradescope",
     "validate_junit",
+    "validate_moodle_csv",
 ]

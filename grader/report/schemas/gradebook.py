@@ -10,7 +10,10 @@ import re
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 CLASS_HEAD = ("student", "total", "max_total")
 CLASS_TAIL = ("status", "notes")
-CLASS_STATUS = ("graded", "not graded (no GPU)", "compiled", "not compiled", "broken")  # report/standing.py
+CLASS_STATUS = ("graded", "not graded (no GPU)", "compiled", "not compiled", "broken", "missing")  # report/standing.py
+LATE_NUMBERS = ("raw", "penalty", "late days")  # a course file's per-lab columns `<lab> raw`, ... (numbers)
+LATE_TEXT = ("submitted", "time source")
+IDENTITY = ("name", "email")  # a roster's columns
 COMPILE_STATES = ("compiled", "compile error", "link error", "refused")
 _NUMBER = re.compile(r"^\d+(\.\d+)?$")
 
@@ -47,8 +50,18 @@ def validate_class_gradebook(text: str) -> list[str]:
     if tuple(header[:3]) != CLASS_HEAD or tuple(header[-2:]) != CLASS_TAIL or len(header) < 5:
         return errors + [f"header {header[:3]}…{header[-2:]} is not student,total,max_total,…,status,notes"]
     middle = header[3:-2]
+    identity = [h for h in middle if h in IDENTITY]
+    late = [h for h in middle if " " in h and h.split(" ", 1)[1] in LATE_NUMBERS + LATE_TEXT]
+    late_text = [h for h in late if h.split(" ", 1)[1] in LATE_TEXT]
+    middle = [h for h in middle if h not in identity and h not in late]
     labs = [h for h in middle if ":" not in h]
     tasks = [h for h in middle if ":" in h]
+    if header[3:-2] != labs + tasks + late + identity:
+        errors.append("header: the columns must be <lab>..., <lab>:<task>..., then the late policy's and the "
+                      "roster's")
+    for h in late:
+        if h.split(" ", 1)[0] not in labs:
+            errors.append(f"header: late column {h!r} names no lab column")
     if middle != labs + tasks:
         errors.append("header: every <lab> column must come before the <lab>:<task> columns")
     for h in tasks:
@@ -75,12 +88,16 @@ def validate_class_gradebook(text: str) -> list[str]:
             if (status == "compiled") != all(s == "compiled" for s in states):
                 errors.append(f"row {r}: status {status!r} while its labs say {states}")
             continue
-        scores = [cell["total"], cell["max_total"], *(cell[h] for h in middle)]
-        for name, value in zip(("total", "max_total", *middle), scores, strict=True):
+        numeric = [*middle, *(h for h in late if h not in late_text)]
+        scores = [cell["total"], cell["max_total"], *(cell[h] for h in numeric)]
+        for name, value in zip(("total", "max_total", *numeric), scores, strict=True):
             if value and not _NUMBER.match(value):
                 errors.append(f"row {r}: {name} {value!r} is not a number")
+        if status == "missing" and (cell["total"] != "0" or any(cell[h] for h in tasks)):
+            errors.append(f"row {r}: a missing submission scores 0 and has no task points")
         if status in ("broken", "not graded (no GPU)"):
-            if any(scores):
+            if any(cell[h] for h in ("total", "max_total", *middle, *(h for h in late if " late days" not in h))
+                   if h not in late_text):
                 errors.append(f"row {r}: a {status} submission has scores (no score is not a zero)")
             if not cell["notes"]:
                 errors.append(f"row {r}: a {status} submission without a note saying why")
