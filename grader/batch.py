@@ -265,7 +265,7 @@ def run_batch(
     students = klass.match(students, batch_dir)
     if only is not None:
         students = [s for s in students if s.id in only]
-        klass.missing = []  # a shard of the class (a Slurm task): the merge lists who is missing
+        klass.missing, klass.problems = [], []  # a shard of the class (a Slurm task): the merge lists them
     if not students and roster is None:
         raise GraderError(
             f"{batch_dir}: no submissions (one folder or .zip/.tar.gz archive per student)", Exit.USAGE

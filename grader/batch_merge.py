@@ -16,7 +16,11 @@ one per line) names who must have a row; without it, every student found in an O
 
 A roster CSV (grader/roster.py) matches the OUTs' student folders by id and alias: a roster student
 that no OUT holds anything of gets a `missing` row (score 0: they handed in nothing), and a folder that
-matches nobody, or two students, is listed as unmatched and left out of the gradebook.
+matches nobody, or two students, is listed as unmatched and left out of the gradebook. With --expect
+(a text file of the ids that were handed to the batches: Slurm's OUT/slurm/roster.txt), a roster student
+among them that no OUT holds anything of is `broken` instead (their job died before their grade): only
+the others handed in nothing. --unmatched (a TSV of `<submission> TAB <why>`: Slurm's
+OUT/slurm/unmatched.tsv) lists the submissions a roster matched to nobody before the batches ran.
 """
 
 from __future__ import annotations
@@ -138,6 +142,16 @@ def load_roster(path: Path) -> list[str] | Roster:
     return read_roster_csv(path) if is_csv(path) else read_roster(path)
 
 
+def read_unmatched(path: Path) -> list[tuple[str, str]]:
+    """--unmatched: `<submission> TAB <why>` lines ('#' comments and blank lines skipped)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise GraderError(f"--unmatched {path}: {err.strerror or err}", Exit.USAGE) from None
+    pairs = [line.partition("\t") for line in lines if line.strip() and not line.startswith("#")]
+    return [(name, why or "not graded") for name, _, why in pairs]
+
+
 def read_roster(path: Path) -> list[str]:
     """Student ids: a folder of submissions (as `batch` finds them) or a text file, one id a line
     ('#' comments and blank lines skipped)."""
@@ -160,8 +174,11 @@ class Merged:
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (folder, why): a roster CSV matched it to nobody
 
 
-def merge(outs: list[Path], dest: Path, roster: list[str] | Roster | None = None, title: str = "") -> Merged:
-    """Read every OUT, pick each student's record, write DEST's class summary and gradebook."""
+def merge(outs: list[Path], dest: Path, roster: list[str] | Roster | None = None, title: str = "",
+          expected: list[str] | None = None, unmatched: list[tuple[str, str]] | None = None) -> Merged:
+    """Read every OUT, pick each student's record, write DEST's class summary and gradebook. expected:
+    the ids the batches were given (a roster CSV's student among them with nothing in any OUT is broken,
+    not missing); unmatched: submissions matched to nobody before the batches ran, listed too."""
     from .report import StudentOutcome, write_batch_reports
 
     found: dict[str, list[Attempt]] = {}
@@ -181,8 +198,9 @@ def merge(outs: list[Path], dest: Path, roster: list[str] | Roster | None = None
             regrouped.setdefault(sid, []).extend(found[name])
         found = regrouped
         people = {s.id: (s.name, s.email) for s in roster.students}
-        absent = {s.id for s in m.missing}
+        absent = {s.id for s in m.missing} - set(expected or ())
         roster = [s.id for s in roster.students]
+    problems += unmatched or []
     ids = list(dict.fromkeys([*(roster or []), *([] if roster is not None else found)]))
     dest.mkdir(parents=True, exist_ok=True)
     outcomes: list[StudentOutcome] = []
@@ -219,12 +237,15 @@ def merge(outs: list[Path], dest: Path, roster: list[str] | Roster | None = None
 
 
 def cmd_batch_merge(outs: list[Path], dest: Path, roster: Path | None = None, title: str = "",
-                    stdout: TextIO | None = None) -> Exit:
+                    stdout: TextIO | None = None, expect: Path | None = None,
+                    unmatched: Path | None = None) -> Exit:
     """The `batch merge` verb: exit 0 when every student has a finished record, 1 when a row is broken."""
     import sys
 
     stdout = stdout or sys.stdout
-    merged = merge([Path(o) for o in outs], Path(dest), load_roster(roster) if roster is not None else None, title)
+    merged = merge([Path(o) for o in outs], Path(dest), load_roster(roster) if roster is not None else None, title,
+                   expected=read_roster(expect) if expect is not None else None,
+                   unmatched=read_unmatched(unmatched) if unmatched is not None else None)
     n = len(merged.outcomes)
     stdout.write(f"merged {len(outs)} batch folder(s): {n} student(s), {n - len(merged.broken)} with results, "
                  f"{len(merged.broken)} broken" + (f" ({len(merged.missing)} never graded)" if merged.missing else "")
@@ -240,4 +261,5 @@ def cmd_batch_merge(outs: list[Path], dest: Path, roster: Path | None = None, ti
     return Exit.TEST_FAILURES if merged.broken else Exit.OK
 
 
-__all__ = ["Attempt", "Merged", "best", "cmd_batch_merge", "load_roster", "merge", "read_attempt", "read_roster", "scan"]
+__all__ = ["Attempt", "Merged", "best", "cmd_batch_merge", "load_roster", "merge", "read_attempt", "read_roster",
+           "read_unmatched", "scan"]

@@ -88,6 +88,10 @@ def _slurm_parsers(verbs: argparse._SubParsersAction, prog: str) -> None:
     p.add_argument("--out", dest="dest", type=Path, required=True, help="where class-summary.html and gradebook.csv go")
     p.add_argument("--roster", type=Path, help="who gets a row: a folder of submissions, a file of student ids, or a "
                                                "roster .csv (id, name, email, aliases; default: every student found)")
+    p.add_argument("--expect", type=Path, metavar="IDS", help="with a roster .csv: a file of the ids the batches were "
+                   "given; one of them with nothing in any OUT is broken (its job died), not missing")
+    p.add_argument("--unmatched", type=Path, metavar="TSV", help="submissions matched to nobody before the batches "
+                   "ran (<submission> TAB <why> lines): listed as not graded")
     p.add_argument("--title", default="", help="the class summary's title")
 
     slurm = verbs.add_parser("slurm", help="grade a class on a Slurm cluster: a job array and a merge job")
@@ -106,6 +110,7 @@ def _slurm_parsers(verbs: argparse._SubParsersAction, prog: str) -> None:
     p.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
                    help="another #SBATCH line for both jobs, e.g. --sbatch-arg=--account=cs101 (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="print the scripts and the sbatch command lines; submit nothing")
+    _class_files(p)
     p.add_argument("--preset", help="CMake preset of each task's batch (default: 'default' with a GPU, 'ci' without)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="build slots (and CPUs) per task (default 1)")
     p.add_argument("--compile-only", dest="compile_only", action="store_true", help="a compile check (batch --compile-only)")
@@ -126,6 +131,12 @@ def _slurm_parsers(verbs: argparse._SubParsersAction, prog: str) -> None:
     p.add_argument("out", type=Path, metavar="OUT")
     p.add_argument("--task", type=int, required=True)
     p.add_argument("--work-dir", type=Path, help="where this task builds (default: build/ of the lab tree)")
+    _class_files(p, "(default: OUT/slurm's copies, where submit had them)")
+
+
+def _class_files(p: argparse.ArgumentParser, default: str = "(copied into OUT/slurm/ for the jobs)") -> None:
+    p.add_argument("--roster", type=Path, metavar="CSV", help=f"the class, as for batch --roster {default}")
+    p.add_argument("--course", type=Path, metavar="TOML", help=f"due dates and the late policy {default}")
 
 
 def _verb_alias(argv: list[str]) -> list[str]:
@@ -304,7 +315,8 @@ def dispatch(args: argparse.Namespace) -> Exit:
     if args.verb == "similarity":
         return similarity.cmd_similarity(root, args.path, args.labs, out=args.out, threshold=args.threshold)
     if args.verb == "batch-merge":
-        return batch_merge.cmd_batch_merge(args.outs, args.dest, roster=args.roster, title=args.title)
+        return batch_merge.cmd_batch_merge(args.outs, args.dest, roster=args.roster, title=args.title,
+                                           expect=args.expect, unmatched=args.unmatched)
     if args.verb == "slurm":
         return slurm_commands.dispatch_slurm(root, args)
     if args.verb == "release":

@@ -4,18 +4,20 @@ Layout of OUT, on a filesystem every node sees (the lab tree and the submissions
 
   OUT/slurm/jobs.json              what was submitted: the submissions, labs, options, each round's jobs
   OUT/slurm/shards.tsv             the shard list: one line per student, `<task id>\\t<student>`
-  OUT/slurm/roster.txt             every student of the class: each gets a gradebook row
+  OUT/slurm/roster.txt             every student sharded: each gets a gradebook row
+  OUT/slurm/roster.csv, course.toml, unmatched.tsv   with --roster/--course (grader/slurm_class.py)
   OUT/slurm/round-<r>-array.sbatch, round-<r>-merge.sbatch   the scripts (grader/slurm_scripts.py)
   OUT/slurm/logs/                  task-<array job>_<index>.out, merge-<job>.out
   OUT/tasks/<task id>/             one `grader batch` output per task: <student>/ reports, its gradebook
   OUT/class-summary.html, OUT/gradebook.csv   the merge of every task (grader/batch_merge.py)
 
-`submit` shards the students (roster order), writes the files above and submits the array and the merge
-job (`--dependency=afterany`); `--dry-run` prints the scripts and the sbatch command lines instead and
-writes nothing. `status` says what Slurm knows of each round's jobs (squeue, else sacct) and which
-students are graded, broken or missing. `resubmit` submits a new round over the students who have no
-finished grade (a task that died, was cancelled or ran out of time; a broken submission), with task
-ids after the last ones, and merges again. `task` is what an array task runs.
+`submit` shards the students (roster order; with --roster, the roster ids of the matched submissions),
+writes the files above and submits the array and the merge job (`--dependency=afterany`); `--dry-run`
+prints the scripts and the sbatch command lines instead and writes nothing. `status` says what Slurm
+knows of each round's jobs (squeue, else sacct) and which students are graded, broken or missing.
+`resubmit` submits a new round over the students who have no finished grade (a task that died, was
+cancelled or ran out of time; a broken submission), with task ids after the last ones, and merges again.
+`task` is what an array task runs.
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .batch_merge import best, scan
-from .batch_students import find_students
 from .environment import now_iso
 from .errors import Exit, GraderError
 from .labs import LabError, discover, select
 from .slurm_scripts import BatchArgs, ScriptPlan, SlurmOptions, array_script, limits, merge_script, sbatch_commands
 from .slurm_scripts import shards as make_shards
+from .slurm_class import SlurmClass, status_lines
 
 Runner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
 ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED")
@@ -67,6 +69,8 @@ class Jobs:
     slurm: SlurmOptions
     rounds: list[Round] = field(default_factory=list)
     version: int = 1
+    roster: str = ""  # the roster CSV's copy in OUT/slurm/ ("": none)
+    course: str = ""  # the course file's copy in OUT/slurm/ ("": none)
 
     @staticmethod
     def path(out: Path) -> Path:
@@ -84,7 +88,7 @@ class Jobs:
             data = json.loads(cls.path(out).read_text())
             return cls(data["root"], data["submissions"], data["python"], BatchArgs(**data["batch"]),
                        SlurmOptions(**data["slurm"]), [Round(**r) for r in data.get("rounds", [])],
-                       data.get("version", 1))
+                       data.get("version", 1), data.get("roster", ""), data.get("course", ""))
         except FileNotFoundError:
             raise GraderError(f"{cls.path(out)}: no such file (was OUT made by `grader slurm submit`?)",
                               Exit.USAGE) from None
@@ -132,7 +136,8 @@ def _plan(jobs: Jobs, out: Path, round_: int, base: int, shard_list: list[list[s
     size = max(len(s) for s in shard_list)
     return ScriptPlan(root, out, jobs.python, round_, base, len(shard_list), sum(map(len, shard_list)),
                       limits(labs, size, jobs.batch, jobs.slurm), jobs.batch, jobs.slurm,
-                      binds=[root, out, Path(jobs.submissions)])
+                      binds=[root, out, Path(jobs.submissions)], roster=Path(jobs.roster) if jobs.roster else None,
+                      course=Path(jobs.course) if jobs.course else None)
 
 
 def _sbatch(cmd: list[str], runner: Runner) -> str:
@@ -184,7 +189,8 @@ def submit_round(jobs: Jobs, out: Path, students: list[str], *, dry_run: bool, r
 
 def cmd_slurm_submit(root: Path, submissions: Path, out: Path, batch: BatchArgs, slurm: SlurmOptions, *,
                      dry_run: bool = False, python: str | None = None, runner: Runner = run_command,
-                     stdout: TextIO | None = None) -> Exit:
+                     stdout: TextIO | None = None, roster: Path | None = None, course: Path | None = None) -> Exit:
+    """Submit round 0; roster and course (grader/slurm_class.py): the class, matched here, and its late policy."""
     stdout = stdout or sys.stdout
     submissions, out, root = submissions.resolve(), out.resolve(), root.resolve()
     if slurm.shard_size < 1 or (slurm.max_parallel is not None and slurm.max_parallel < 1):
@@ -194,16 +200,15 @@ def cmd_slurm_submit(root: Path, submissions: Path, out: Path, batch: BatchArgs,
     if not dry_run and Jobs.path(out).exists():
         raise GraderError(f"{out} holds an earlier submission ({Jobs.path(out)}): use `grader slurm resubmit "
                           f"{out}`, or another --out", Exit.USAGE)
-    students, _ = find_students(submissions, exclude=out)
-    if not students:
-        raise GraderError(f"{submissions}: no submissions (one folder or archive per student)", Exit.USAGE)
-    ids = [s.id for s in students]
+    klass = SlurmClass.match(root, submissions, out, roster, course, batch.compile_only)
     py = python or ("python3" if slurm.container else sys.executable)
-    jobs = Jobs(str(root), str(submissions), py, batch, slurm)
+    roster_copy, course_copy = SlurmClass.copies(out / "slurm", roster, course)
+    jobs = Jobs(str(root), str(submissions), py, batch, slurm, roster=str(roster_copy or ""),
+                course=str(course_copy or ""))
+    stdout.write(klass.lines())
     if not dry_run:
-        (out / "slurm").mkdir(parents=True, exist_ok=True)
-        (out / "slurm" / "roster.txt").write_text("".join(f"{s}\n" for s in ids))
-    submit_round(jobs, out, ids, dry_run=dry_run, runner=runner, stdout=stdout)
+        klass.write(out / "slurm")
+    submit_round(jobs, out, klass.ids, dry_run=dry_run, runner=runner, stdout=stdout)
     if not dry_run:
         stdout.write(f"progress: grader slurm status {out}\n")
     return Exit.OK
@@ -212,8 +217,10 @@ def cmd_slurm_submit(root: Path, submissions: Path, out: Path, batch: BatchArgs,
 # --- what an array task runs --------------------------------------------------------------------------
 
 
-def cmd_slurm_task(out: Path, task: int, work_dir: Path | None = None, stdout: TextIO | None = None) -> Exit:
-    """Grade task's shard with `grader batch` into OUT/tasks/<task>/."""
+def cmd_slurm_task(out: Path, task: int, work_dir: Path | None = None, stdout: TextIO | None = None,
+                   roster: Path | None = None, course: Path | None = None) -> Exit:
+    """Grade task's shard with `grader batch` into OUT/tasks/<task>/: with the roster and course file its
+    script names (else those of jobs.json: OUT/slurm/'s copies)."""
     from .batch import run_batch
 
     out = out.resolve()
@@ -231,7 +238,9 @@ def cmd_slurm_task(out: Path, task: int, work_dir: Path | None = None, stdout: T
     return run_batch(Path(jobs.root), Path(jobs.submissions), dest, b.labs, force=b.force, jobs=b.jobs,
                      preset=b.preset, timeout_s=b.timeout_s, max_seconds=b.max_seconds,
                      sanitizer_tools=b.sanitizer_tools, sandbox=b.sandbox, compile_only=b.compile_only,
-                     stdout=stdout, work_dir=work_dir, only=set(shard))
+                     stdout=stdout, work_dir=work_dir, only=set(shard),
+                     roster=roster or (Path(jobs.roster) if jobs.roster else None),
+                     course=course or (Path(jobs.course) if jobs.course else None))
 
 
 # --- status -------------------------------------------------------------------------------------------
@@ -331,6 +340,7 @@ def cmd_slurm_status(out: Path, runner: Runner = run_command, stdout: TextIO | N
         stdout.write(f"  {p.state}: {p.student} (task {p.task})" + (f": {p.detail}" if p.detail else "") + "\n")
     if count["broken"] or count["missing"]:
         stdout.write(f"regrade them: grader slurm resubmit {out}\n")
+    stdout.write(status_lines(out / "slurm", jobs.roster))
     return Exit.OK
 
 
@@ -374,13 +384,14 @@ def dispatch_slurm(root: Path, args: argparse.Namespace) -> Exit:
                           args.max_seconds, args.sanitizer_tools, args.sandbox)
         options = SlurmOptions(args.partition, args.gpus_per_task, args.max_parallel, args.container,
                                args.shard_size, args.time_min, args.mem_mib, list(args.sbatch_arg))
-        return cmd_slurm_submit(root, args.submissions, args.out, batch, options, dry_run=args.dry_run)
+        return cmd_slurm_submit(root, args.submissions, args.out, batch, options, dry_run=args.dry_run,
+                                roster=args.roster, course=args.course)
     if args.slurm_verb == "status":
         return cmd_slurm_status(args.out)
     if args.slurm_verb == "resubmit":
         return cmd_slurm_resubmit(args.out, dry_run=args.dry_run, force=args.force, max_parallel=args.max_parallel,
                                   shard_size=args.shard_size)
-    return cmd_slurm_task(args.out, args.task, work_dir=args.work_dir)
+    return cmd_slurm_task(args.out, args.task, work_dir=args.work_dir, roster=args.roster, course=args.course)
 
 
 __all__ = [

@@ -130,6 +130,8 @@ class ScriptPlan:
     batch: BatchArgs
     slurm: SlurmOptions
     binds: list[Path] = field(default_factory=list)  # what the container must see: root, OUT, submissions
+    roster: Path | None = None  # the roster CSV's copy in OUT/slurm/ (grader/slurm_class.py), or None
+    course: Path | None = None  # the course file's copy in OUT/slurm/, or None
 
     @property
     def slurm_dir(self) -> Path:
@@ -142,6 +144,20 @@ class ScriptPlan:
     @property
     def merge_script(self) -> Path:
         return self.slurm_dir / MERGE_SCRIPT.format(round=self.round)
+
+    def class_args(self) -> str:
+        """A task's --roster and --course: the copies, so an edit of the originals changes no job."""
+        return "".join(f" --{name} {_q(path)}" for name, path in (("roster", self.roster), ("course", self.course))
+                       if path is not None)
+
+    def merge_roster_args(self) -> str:
+        """The merge's roster: the ids that were sharded (a student without a finished grade is broken), or
+        with a roster CSV the CSV (a student no submission matched is missing, one of roster.txt whose
+        task died broken) and the submissions it matched to nobody."""
+        ids = _q(self.slurm_dir / "roster.txt")
+        if self.roster is None:
+            return f" --roster {ids}"
+        return f" --roster {_q(self.roster)} --expect {ids} --unmatched {_q(self.slurm_dir / 'unmatched.tsv')}"
 
 
 def _q(x: object) -> str:
@@ -197,7 +213,7 @@ def array_script(plan: ScriptPlan) -> str:
         f'echo "cudalab task $TASK (job ${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}) on $(hostname), '
         f'building in $WORK"',
         f'{_wrap(plan, "$WORK")}{_q(plan.python)} -m grader --root {_q(plan.root)} slurm task {_q(plan.out)} '
-        f'--task "$TASK" --work-dir "$WORK"',
+        f'--task "$TASK" --work-dir "$WORK"{plan.class_args()}',
         "rc=$?",
         'echo "cudalab task $TASK: grader exit $rc"',
         "exit $rc",
@@ -211,10 +227,11 @@ def merge_script(plan: ScriptPlan) -> str:
         *_header(plan, "cudalab-merge", f"{plan.slurm_dir}/logs/merge-%j.out", f"00:{MERGE_TIME_MIN:02d}:00",
                  MERGE_MEMORY_MIB, 1, 0),
         f"# cudalab grading, round {plan.round}: after the array (afterany), merge every task's results into",
-        "# OUT/class-summary.html and OUT/gradebook.csv; a student with no finished grade gets a broken row.",
+        "# OUT/class-summary.html and OUT/gradebook.csv; a student with no finished grade gets a broken row"
+        + (", a roster student with no submission a missing one." if plan.roster is not None else "."),
         "set -u",
         f"{_wrap(plan, gpu=False)}{_q(plan.python)} -m grader --root {_q(plan.root)} batch merge "
-        f"{_q(plan.out)}/tasks/*/ --out {_q(plan.out)} --roster {_q(plan.slurm_dir / 'roster.txt')}",
+        f"{_q(plan.out)}/tasks/*/ --out {_q(plan.out)}{plan.merge_roster_args()}",
         "rc=$?",
         "# 1: the reports were written and some rows are broken (a task died): the merge itself succeeded",
         f'if [ "$rc" -eq 1 ]; then echo "some students have no grade: grader slurm resubmit {plan.out}"; rc=0; fi',

@@ -11,6 +11,12 @@ are all earned; "error" when something kept tests from running (build failure, c
 harness trouble); "fail" otherwise. A run that graded nothing is an "error". A lab that could not be
 graded (no GPU) still needs numeric scores here (0): its tests are errors whose messages say "Not graded:
 no GPU", never a number of points.
+
+A lab with a late penalty (a course file: grader/course.py) gets one more test, "Lab NN · late penalty",
+whose score is the penalty as a negative number: the reporter sums every test's score, so the total is
+the lab's final score (raw - penalty), as in the gradebook and gradescope.json. Its status is "fail"
+(points were taken off; the module's rule: "pass" only when every point is earned), its message the
+student's report's paragraph on how the penalty came about.
 """
 
 from __future__ import annotations
@@ -170,6 +176,24 @@ def _untimed_test(lab: LabResult, points: float, earned: float) -> dict[str, Any
     }
 
 
+def _late_test(lab: LabResult) -> dict[str, Any] | None:
+    """The late penalty as a test of negative score (None when there is none)."""
+    from grader.course import explain
+
+    if lab.late is None or lab.late.penalty <= _EPS:
+        return None
+    return {
+        "name": clean_text(f"Lab {lab.number:02d} · late penalty"),
+        "status": "fail",
+        "score": -_round(lab.late.penalty),
+        "message": truncate(clean_text(explain(lab.late, lab.max_score)), _MESSAGE_LIMIT),
+        "test_code": "",
+        "filename": "",
+        "line_no": 0,
+        "duration": 0,
+    }
+
+
 def _lab_tests(lab: LabResult) -> list[dict[str, Any]]:
     tests: list[dict[str, Any]] = []
     for build in lab.builds:
@@ -201,6 +225,8 @@ def _lab_tests(lab: LabResult) -> list[dict[str, Any]]:
     if points > _EPS:
         earned = max(0.0, sum(t.perf_earned for t in lab.tasks) - sum(t.perf.earned for t in timed if t.perf))
         tests.append(_untimed_test(lab, points, earned))
+    if late := _late_test(lab):
+        tests.append(late)
     return tests
 
 

@@ -131,3 +131,19 @@ def test_batch_merge_alias(argv: list[str]) -> None:
     alias = _verb_alias(argv)
     assert "batch-merge" in alias and "merge" not in alias[alias.index("batch-merge") + 1 :][:0]
     assert json.dumps(_verb_alias(["batch", "subs", "--out", "o"])) == json.dumps(["batch", "subs", "--out", "o"])
+
+
+def test_a_roster_csv_with_expected_ids_and_unmatched_submissions(tmp_path: Path) -> None:
+    """Slurm's merge: roster.csv, the ids sharded (--expect) and the submissions matched to nobody."""
+    t0 = tmp_path / "tasks" / "0"
+    finished(t0, "ada")
+    (tmp_path / "roster.csv").write_text("id,name,email\nada,Ada,a@u\nbob,Bob,b@u\ncyd,Cyd,c@u\n")
+    (tmp_path / "roster.txt").write_text("ada\nbob\n")  # bob's task died before his grade began
+    (tmp_path / "unmatched.tsv").write_text("# submission\twhy\nzoe.zip\tmatches no student of the roster\n")
+    code = main(["batch", "merge", str(t0), "--out", str(tmp_path / "m"), "--roster", str(tmp_path / "roster.csv"),
+                 "--expect", str(tmp_path / "roster.txt"), "--unmatched", str(tmp_path / "unmatched.tsv")])
+    assert code == 1
+    book = rows(tmp_path / "m" / "gradebook.csv")
+    assert [book[s]["status"] for s in ("ada", "bob", "cyd")] == ["graded", "broken", "missing"]
+    assert "no batch graded this student" in book["bob"]["notes"] and book["cyd"]["total"] == "0"
+    assert "zoe.zip" in (tmp_path / "m" / "class-summary.html").read_text()

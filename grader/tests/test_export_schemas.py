@@ -159,6 +159,35 @@ def test_classroom_entries() -> None:
     assert "\x07" not in text and "\x1b" not in text  # ...but control characters and ANSI codes are gone
 
 
+def test_classroom_late_penalty_is_a_negative_entry() -> None:
+    """With a course file's penalty, the tests' scores add up to the final score, not the raw one."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from grader.course import Course, Policy, SubmittedAt, apply_course
+
+    r = sample_results()
+    raw = {lab.name: sum(t["score"] for t in render_classroom(Results(run=r.run, labs=[lab]))["tests"])
+           for lab in r.labs}
+    due = datetime(2025, 9, 26, 23, 59, tzinfo=timezone.utc)
+    course = Course(Path("course.toml"), Policy(penalty_percent=10), {"06-reduce": due, "05-tiled-matmul": due})
+    when = {"06-reduce": SubmittedAt(datetime(2025, 9, 28, 1, 0, tzinfo=timezone.utc), "archive mtime"),
+            "": SubmittedAt(datetime(2025, 9, 26, 12, 0, tzinfo=timezone.utc), "archive mtime")}  # 05: on time
+    apply_course(course, "ada", r, when)
+    reduce = next(lab for lab in r.labs if lab.name == "06-reduce")
+    assert reduce.late is not None and reduce.late.penalty == pytest.approx(0.2 * 99.7)
+    data = render_classroom(r)
+    assert validate_classroom(data) == [] and validate_classroom_encoded(encode_classroom(r)) == []
+    penalty = {t["name"]: t for t in data["tests"]}["Lab 06 · late penalty"]
+    assert penalty["score"] == pytest.approx(-reduce.late.penalty) and penalty["status"] == "fail"
+    assert "25 hours late" in penalty["message"] and "19.94 points come off" in penalty["message"]
+    assert [t["name"] for t in data["tests"] if "late penalty" in t["name"]] == ["Lab 06 · late penalty"]
+    assert sum(t["score"] for t in data["tests"]) == pytest.approx(r.score, abs=1e-3)  # the final score
+    assert sum(t["score"] for t in data["tests"]) == pytest.approx(sum(raw.values()) - reduce.late.penalty, abs=1e-3)
+    lab06 = [t["score"] for t in data["tests"] if t["name"].startswith("Lab 06")]
+    assert sum(lab06) == pytest.approx(reduce.score, abs=1e-3) and reduce.score < raw["06-reduce"]
+
+
 def test_classroom_encoding_round_trip() -> None:
     r = sample_results()
     encoded = encode_classroom(r)
@@ -243,6 +272,8 @@ GOOD_GH = {
         (lambda d: d["tests"][1].update(status="error"), "must be 'error'"),
         (lambda d: d["tests"][0].update(score=50), "above max_score"),
         (lambda d: d["tests"][1].update(name="a"), "duplicate names"),
+        (lambda d: d["tests"][1].update(score=-6), "below 0"),
+        (lambda d: d["tests"].append({"name": "late", "status": "pass", "score": -1}), "a deduction"),
     ],
 )
 def test_classroom_checker_rejects(patch: Callable[[dict], object], problem: str) -> None:

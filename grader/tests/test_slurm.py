@@ -243,3 +243,142 @@ def test_a_task_grades_its_shard_alone_in_its_own_work_folder(lab_root: Path, tm
     assert code is Exit.OK
     assert set(gradebook(tmp_path / "out")) == {"ada", "dan"}
     assert (tmp_path / "work" / "default-batch.lock").exists()
+
+
+# --- a class with a roster and a course file (issue 15 on Slurm) -----------------------------------------
+
+import csv  # noqa: E402
+import glob  # noqa: E402
+import io  # noqa: E402
+import os  # noqa: E402
+import shlex  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+
+from grader.results import Results  # noqa: E402
+from grader.tests.test_batch_course import COURSE, ROSTER  # noqa: E402
+
+
+def _class_submit(lab_root: Path, tmp_path: Path, runner: FakeSlurm, **slurm: object) -> tuple[Path, str]:
+    """tmp_path/class (test_batch's: ada, bob.zip, cat.tar.gz, dan, eve.zip) against test_batch_course's
+    roster (ada.lovelace alias ada, bob with a submitted_at 1 h late, dan, zed with nothing)."""
+    class_dir(tmp_path)
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    (tmp_path / "course.toml").write_text(COURSE)
+    out = tmp_path / "sout"
+    buf = io.StringIO()
+    cmd_slurm_submit(lab_root, tmp_path / "class", out, BatchArgs(labs=["01"]), SlurmOptions(**slurm),  # type: ignore[arg-type]
+                     runner=runner, stdout=buf, roster=tmp_path / "roster.csv", course=tmp_path / "course.toml")
+    return out.resolve(), buf.getvalue()
+
+
+def _script_argv(script: Path, marker: str, **env: str) -> list[str]:
+    """The grader's arguments on the line of script that runs it (after `-m grader`), $VARs filled in
+    and globs expanded, as bash would."""
+    line = next(x for x in script.read_text().splitlines() if marker in x and "-m grader" in x)
+    words = shlex.split(line)
+    words = words[words.index("grader", words.index("-m")) + 1 :]
+    words = [env.get(w.lstrip("$"), w) if w.startswith("$") else w for w in words]
+    return [x for w in words for x in (sorted(glob.glob(w)) if "*" in w else [w])]
+
+
+def test_submit_with_a_roster_shards_roster_ids_and_copies_the_class_files(lab_root: Path, tmp_path: Path) -> None:
+    out, text = _class_submit(lab_root, tmp_path, FakeSlurm(), shard_size=2)
+    slurm = out / "slurm"
+    # matched submissions under their roster ids, in roster order; cat and eve match nobody; zed has nothing
+    assert read_shards(out) == {0: ["ada.lovelace", "bob"], 1: ["dan"]}
+    assert (slurm / "roster.txt").read_text().split() == ["ada.lovelace", "bob", "dan"]
+    assert "roster: 4 student(s): 3 with a submission, 1 missing" in text and "missing: zed" in text
+    assert "not graded: cat.tar.gz: matches no student" in text and "not graded: eve.zip" in text
+    assert [line.split("\t")[0] for line in (slurm / "unmatched.tsv").read_text().splitlines()[1:]] == [
+        "cat.tar.gz", "eve.zip"]
+    # the copies: what every job reads, whatever becomes of the originals
+    assert (slurm / "roster.csv").read_text() == ROSTER and (slurm / "course.toml").read_text() == COURSE
+    (tmp_path / "course.toml").write_text("broken")
+    assert (slurm / "course.toml").read_text() == COURSE
+    jobs = Jobs.load(out)
+    assert (jobs.roster, jobs.course) == (str(slurm / "roster.csv"), str(slurm / "course.toml"))
+    array = (slurm / "round-0-array.sbatch").read_text()
+    merge = (slurm / "round-0-merge.sbatch").read_text()
+    assert f'--work-dir "$WORK" --roster {slurm}/roster.csv --course {slurm}/course.toml' in array
+    assert (f"--roster {slurm}/roster.csv --expect {slurm}/roster.txt --unmatched {slurm}/unmatched.tsv"
+            in merge)
+    assert "course.toml" not in merge  # the tasks applied the late policy to results.json
+
+
+def test_submit_with_a_roster_refuses_bad_files_and_no_match(lab_root: Path, tmp_path: Path) -> None:
+    class_dir(tmp_path)
+    (tmp_path / "roster.csv").write_text("id,name,email\nzed,Z,z\n")
+    (tmp_path / "course.toml").write_text('[due]\n"01" = "2025-09-26T23:59:00"\n')  # no timezone
+    args = (lab_root, tmp_path / "class", tmp_path / "sout", BatchArgs(), SlurmOptions())
+    with pytest.raises(GraderError, match="no timezone") as err:
+        cmd_slurm_submit(*args, runner=FakeSlurm(), course=tmp_path / "course.toml")
+    assert err.value.code == 2
+    with pytest.raises(GraderError, match="no submission .* matches a student of the roster") as err:
+        cmd_slurm_submit(*args, runner=FakeSlurm(), roster=tmp_path / "roster.csv")
+    assert err.value.code == 2 and not (tmp_path / "sout").exists()
+
+
+def test_dry_run_with_a_roster_prints_the_options(lab_root: Path, tmp_path: Path, capsys) -> None:
+    class_dir(tmp_path)
+    (tmp_path / "roster.csv").write_text(ROSTER)
+    (tmp_path / "course.toml").write_text(COURSE)
+    out = tmp_path / "sout"
+    code = main(["--root", str(lab_root), "slurm", "submit", str(tmp_path / "class"), "--out", str(out),
+                 "--roster", str(tmp_path / "roster.csv"), "--course", str(tmp_path / "course.toml"), "--dry-run"])
+    text = capsys.readouterr().out
+    assert code == 0 and not out.exists()
+    assert f"--course {out.resolve()}/slurm/course.toml" in text and "--expect" in text
+    assert "# 0: ada.lovelace" in text and "# 2: dan" in text and "missing: zed" in text
+
+
+def test_tasks_and_merge_of_a_course(lab_root: Path, tmp_path: Path, fakes: dict, monkeypatch, capsys) -> None:
+    """Each task runs as its script says (the fake builders in place of nvcc); dan's task dies. The merge,
+    as its script says: the late penalty from the course file's copy, zed `missing`, dan `broken`, cat
+    and eve listed as not graded. Then status and resubmit: only dan is graded again."""
+    from grader import batch as batch_mod
+    from grader.progress import Progress
+
+    late = datetime(2025, 9, 28, 12, 0, tzinfo=timezone.utc).timestamp()
+    out, _ = _class_submit(lab_root, tmp_path, FakeSlurm())
+    os.utime(tmp_path / "class" / "bob.zip", (late, late))  # the roster's submitted_at (1 h late) wins
+    real = batch_mod.run_batch
+    seen: list[dict] = []
+
+    def fake_run_batch(*args: object, **kwargs: object):
+        seen.append(kwargs)
+        kwargs.update(main_builder=fakes["main"], slot_builder=fakes["slot_builder"], sandbox=False, gpu=GPU,
+                      progress=Progress(stream=io.StringIO()), stdout=io.StringIO())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch_mod, "run_batch", fake_run_batch)
+    array = out / "slurm" / "round-0-array.sbatch"
+    for task in (0, 1):  # ada.lovelace, bob; task 2 (dan) was killed before it began
+        assert main(_script_argv(array, "slurm task", TASK=str(task), WORK=str(tmp_path / f"w{task}"))) == 0
+    assert seen[0]["roster"] == out / "slurm" / "roster.csv" and seen[0]["course"] == out / "slurm" / "course.toml"
+    assert seen[1]["only"] == {"bob"}
+    assert (out / "tasks" / "1" / "bob" / "results.json").is_file()
+    assert "cat.tar.gz" not in (out / "tasks" / "0" / "class-summary.html").read_text()  # the merge lists it
+    capsys.readouterr()
+    assert main(_script_argv(out / "slurm" / "round-0-merge.sbatch", "batch merge")) == 1  # dan is broken
+    with open(out / "gradebook.csv", newline="") as f:
+        book = {r["student"]: r for r in csv.DictReader(f)}
+    assert list(book) == ["ada.lovelace", "bob", "dan", "zed"]
+    assert book["ada.lovelace"]["status"] == "graded" and book["ada.lovelace"]["name"] == "Ada Lovelace"
+    assert book["bob"]["01-add time source"] == "submitted_at column" and float(book["bob"]["01-add penalty"]) > 0
+    saved = Results.load(out / "tasks" / "1" / "bob" / "results.json")
+    assert saved.labs[0].late is not None and saved.labs[0].late.penalty_percent == 10
+    assert book["dan"]["status"] == "broken" and "no batch graded this student" in book["dan"]["notes"]
+    assert book["zed"]["status"] == "missing" and book["zed"]["total"] == "0"
+    summary = (out / "class-summary.html").read_text()
+    assert "cat.tar.gz" in summary and "eve.zip" in summary and "handed in nothing" in summary
+    capsys.readouterr()
+    fake = FakeSlurm({"100_0": "COMPLETED", "100_1": "COMPLETED", "100_2": "CANCELLED", "101": "COMPLETED"})
+    cmd_slurm_status(out, runner=fake)
+    text = capsys.readouterr().out
+    assert "students: 3: 2 graded, 0 broken, 1 missing" in text and "missing: dan (task 2)" in text
+    assert "roster: 4 student(s): 3 with a submission, 1 missing" in text and "  missing: zed" in text
+    assert "not graded: cat.tar.gz" in text
+    cmd_slurm_resubmit(out, runner=fake)
+    assert read_shards(out)[3] == ["dan"]  # zed handed in nothing: no task grades them
+    assert f"--roster {out}/slurm/roster.csv" in (out / "slurm" / "round-1-array.sbatch").read_text()
+    assert "--expect" in (out / "slurm" / "round-1-merge.sbatch").read_text()

@@ -2,7 +2,8 @@
 action puts, base64-encoded, in its `result` output and classroom-resources/autograding-grading-reporter
 decodes. The reporter sums tests[].score (so every test needs a numeric score), takes max_score from
 the top level, prints message for errors and test_code when present, and fails the job on a top-level
-status of fail or error."""
+status of fail or error. A negative score is a deduction the reporter adds like any other (the grader's
+late penalty); the sum must stay between 0 and max_score."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ TEST: Schema = {
     "properties": {
         "name": {"type": "string", "minLength": 1},
         "status": {"type": "string", "enum": STATUS},
-        "score": {"type": "number", "minimum": 0},
+        "score": {"type": "number"},  # negative: a deduction (a late penalty)
         "message": {"type": "string"},
         "test_code": {"type": "string"},
         "filename": {"type": "string"},
@@ -60,6 +61,10 @@ def validate_classroom(data: Any) -> list[str]:
     total = sum(t["score"] for t in tests)
     if total > data["max_score"] + 1e-6:
         errors.append(f"$: the tests' scores add up to {total:g}, above max_score {data['max_score']:g}")
+    if total < -1e-6:
+        errors.append(f"$: the tests' scores add up to {total:g}, below 0")
+    errors += [f"$.tests[{i}].status: a deduction (score {t['score']:g}) must be 'fail' or 'error'"
+               for i, t in enumerate(tests) if t["score"] < 0 and t["status"] == "pass"]
     names = [t["name"] for t in tests]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
