@@ -37,7 +37,8 @@ check: python-env ## check each lab's rubric (lab.toml) against the tests of the
 	$(GRADER) check $(LAB) --preset $(PRESET)
 
 mutants: python-env ## the mutation gate on a GPU: how many realistic bugs each lab's tests catch (instructors)
-	$(GRADER) mutants $(LAB) --out $(OUT)/mutants
+	@if [ ! -d solutions ]; then echo "make mutants: the mutants live beside the reference solutions, which this copy of the workbook does not include"; \
+	else $(GRADER) mutants $(LAB) --out $(OUT)/mutants; fi
 
 skeleton: python-env ## rewrite the student skeletons from the solutions (instructors)
 	$(GRADER) skeleton --write
@@ -63,7 +64,8 @@ test-python: python-env ## the grader's own tests (pytest, with the Python of .v
 
 # Not part of make test: it needs root, installs and starts a single-node Slurm, and takes minutes.
 slurm-check: python-env ## grader slurm on a real single-node Slurm cluster (root; minutes; instructors)
-	PYTHON=$(PY) ci/slurm-check
+	@if [ ! -x ci/slurm-check ]; then echo "make slurm-check: course-staff tooling, not included in this copy of the workbook"; \
+	else PYTHON=$(PY) ci/slurm-check; fi
 
 clean: ## remove build/ and reports/
 	rm -rf build $(OUT)
