@@ -24,6 +24,7 @@
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
+#include <cudalab/scribble.cuh>
 
 #include "matmul.cuh"
 
@@ -46,25 +47,7 @@ constexpr std::uint64_t kSeed = 5005;
 // 0x5A5A5A5A (1.5e16 as a float), not the zeros of a fresh GPU or what an earlier block left there.
 // Left out in small mode, where compute-sanitizer watches every access itself (and would take seconds
 // over these 60 MB of stores).
-__global__ void scribble_shared_kernel(std::size_t words) {
-  extern __shared__ unsigned s_junk[];
-  volatile unsigned* junk = s_junk;  // stores nobody reads: volatile keeps them
-  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) junk[i] = 0x5A5A5A5Au;
-}
-
-void scribble_shared_memory() {
-  if (cudalab::small_mode()) return;
-  static const int bytes = [] {
-    int device = 0, optin = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-    return optin;
-  }();
-  // One block of all the shared memory a block may have per SM at a time, two rounds over the GPU.
-  scribble_shared_kernel<<<2 * cudalab::sm_count(), 1024, bytes>>>(bytes / sizeof(unsigned));
-  CUDA_CHECK_LAST();
-}
+void scribble_shared_memory() { cudalab::scribble_shared_memory({0x5A5A5A5Au}); }
 
 // The contract takes any device pointer to a dense matrix, not only one at the start of an allocation:
 // some tests pass pointers `offset` floats in (4-byte aligned, not 16), with `lead` in front.

@@ -22,6 +22,7 @@
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
+#include <cudalab/scribble.cuh>
 
 #include "reduce.cuh"
 
@@ -72,25 +73,7 @@ double relative_tolerance(std::size_t n) {
 // 0x5A5A5A5A, a large int and a huge float, not the zeros of a fresh GPU or a value an earlier block
 // happened to leave there. Left out in small mode, where compute-sanitizer watches every access itself
 // (and would take seconds over these 60 MB of stores).
-__global__ void scribble_shared_kernel(std::size_t words) {
-  extern __shared__ unsigned s_junk[];
-  volatile unsigned* junk = s_junk;  // stores nobody reads: volatile keeps them
-  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) junk[i] = 0x5A5A5A5Au;
-}
-
-void scribble_shared_memory() {
-  if (cudalab::small_mode()) return;
-  static const int bytes = [] {
-    int device = 0, optin = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-    return optin;
-  }();
-  // One block of all the shared memory a block may have per SM at a time, two rounds over the GPU.
-  scribble_shared_kernel<<<2 * cudalab::sm_count(), 1024, bytes>>>(bytes / sizeof(unsigned));
-  CUDA_CHECK_LAST();
-}
+void scribble_shared_memory() { cudalab::scribble_shared_memory({0x5A5A5A5Au}); }
 
 // Runs fn once and returns the value it left in *d_out. Input and output lie between guard zones of
 // junk: a value read past the end of the input spoils the sum, and a write anywhere next to *d_out (or

@@ -26,6 +26,7 @@
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
+#include <cudalab/scribble.cuh>
 
 #include "histogram.cuh"
 
@@ -142,23 +143,8 @@ using HistogramFn = void (*)(const unsigned char*, std::size_t, unsigned int*);
 // Fills the shared memory of every SM with junk. Shared memory is not cleared between kernels, so the
 // next kernel finds junk where it did not zero its own private bins, on every run, not only when an
 // earlier test happened to leave counts behind.
-__global__ void dirty_shared_memory_kernel(std::size_t words) {
-  extern __shared__ unsigned int s_junk[];
-  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) s_junk[i] = 0xA5A5A5A5u ^ static_cast<unsigned>(i * 2654435761u);
-}
-
-void dirty_shared_memory() {
-  static const int bytes = [] {
-    int device = 0, optin = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    CUDA_CHECK(cudaFuncSetAttribute(dirty_shared_memory_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-    return optin;
-  }();
-  // Two blocks per SM, each as large as a block's shared memory may be: every SM gets at least one.
-  dirty_shared_memory_kernel<<<2 * cudalab::sm_count(), 1024, bytes>>>(bytes / sizeof(unsigned int));
-  CUDA_CHECK_LAST();
-}
+// (A different value in every word; kept in small mode too.)
+void dirty_shared_memory() { cudalab::scribble_shared_memory({0xA5A5A5A5u, 2654435761u, true}); }
 
 // Runs fn on a fresh device copy of the input with poisoned bins (0xA5A5A5A5) and junk in shared
 // memory, returns the bins. The input and the bins are GuardedBuffers: a write outside the 256 bins (or

@@ -20,6 +20,7 @@
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
+#include <cudalab/scribble.cuh>
 
 #include "cooperative.cuh"
 
@@ -49,12 +50,6 @@ __global__ void sync_loop_kernel(int rounds) {
   const cg::grid_group grid = cg::this_grid();
   for (int r = 0; r < rounds; ++r) grid.sync();
 }
-// Fills all the dynamic shared memory a block may have with `word`: launched on every SM just before
-// the code under test, it leaves junk (a NaN) wherever that code reads shared memory it never wrote.
-__global__ void scribble_shared_kernel(unsigned word, unsigned words) {
-  extern __shared__ unsigned s_scribble[];
-  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s_scribble[i] = word;
-}
 
 namespace {
 
@@ -80,19 +75,7 @@ std::size_t groups(std::size_t n) { return cudalab::ceil_div<std::size_t>(n, kGr
 // Leaves a NaN in every word of shared memory on every SM, so a block that reads a shared slot it never
 // wrote (a missing barrier, a slot past the end of its array) adds a NaN instead of a leftover that may
 // happen to be right. Kernels of the lab do not clear their shared memory; this makes sure of it.
-constexpr unsigned kSharedJunk = 0xFFFFFFFFu;  // a float NaN
-void scribble_shared_memory() {
-  int device = 0, max_dynamic = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&max_dynamic, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
-  constexpr int kWaves = 4;  // one block fills an SM's shared memory; several waves reach every SM
-  scribble_shared_kernel<<<kWaves * sms, 1024, max_dynamic>>>(kSharedJunk,
-                                                              static_cast<unsigned>(max_dynamic / sizeof(unsigned)));
-  CUDA_CHECK_LAST();
-  CUDA_CHECK(cudaDeviceSynchronize());
-}
+void scribble_shared_memory() { cudalab::scribble_shared_memory({0xFFFFFFFFu, 0, true}); }  // a float NaN
 
 // A partials buffer as the contract sizes it, guarded, every slot a NaN: a block that reads a partial
 // before its block stored it (no grid-wide barrier) gets a NaN, not a value left by an earlier call.

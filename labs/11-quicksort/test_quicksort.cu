@@ -33,15 +33,9 @@
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/launch.cuh>
 #include <cudalab/random.hpp>
+#include <cudalab/scribble.cuh>
 
 #include "quicksort.cuh"
-
-// Fills `words` words of dynamic shared memory with `word`. Launched on every SM just before a block
-// sort, it leaves a known value wherever the sort reads shared memory it never wrote.
-__global__ void scribble_shared_kernel(unsigned word, unsigned words) {
-  extern __shared__ unsigned s_scribble[];
-  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) s_scribble[i] = word;
-}
 
 // Reads in[i] through L2 for the i whose offset in a 1024-key row is below 512: afterwards those keys
 // are in L2 and the others are not (after flush_l2), so threads 0-511 of a 1024-thread block that copy
@@ -137,17 +131,7 @@ DeviceBuffer<unsigned> copy_of(const GuardedBuffer<unsigned>& d_keys) { return c
 
 // Shared memory on every SM set to 0, below every key make_keys makes: a block sort that compares a
 // slot it never loaded (past the end, or before the loads are complete) swaps a 0 into its output.
-void scribble_shared_memory() {
-  int device = 0, max_dynamic = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&max_dynamic, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(cudaFuncSetAttribute(scribble_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_dynamic));
-  constexpr int kWaves = 4;  // one block fills an SM's shared memory; several waves reach every SM
-  scribble_shared_kernel<<<kWaves * sms, 1024, max_dynamic>>>(0u, static_cast<unsigned>(max_dynamic / sizeof(unsigned)));
-  CUDA_CHECK_LAST();
-  CUDA_CHECK(cudaDeviceSynchronize());
-}
+void scribble_shared_memory() { cudalab::scribble_shared_memory({0u, 0, true}); }
 
 // --- Task 1: block sort ----------------------------------------------------------------------------
 
