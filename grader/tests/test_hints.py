@@ -24,6 +24,11 @@ from grader.results import TestResult as TResult
         (Category.WRONG_ANSWER, "Actual: false (257 of 257 elements differ (seed 1, exact); mismatches span indices 0..256", "poison"),
         (Category.WRONG_ANSWER, "Actual: false (3 of 257 elements differ (seed 1, exact); mismatches span indices 3..200", "indexing"),
         (Category.WRONG_ANSWER, "Expected: (h) != (nullptr)", "mismatches and the seed"),
+        # cudalab/guarded_buffer.cuh, even beside a mismatch: the guard zone is the sharper clue
+        (Category.WRONG_ANSWER, "Value of: c.guards_intact(\"c\")\nActual: false (out-of-bounds write: a kernel changed "
+                                "memory outside c (257 element(s) of 4 bytes): 4 byte(s) past its end (the first at byte 0 "
+                                "past the end). ...)\n2 of 257 elements differ (seed 1, exact); mismatches span indices 255..256",
+         "i < n, not i <= n"),
         (Category.CRASH, "the test process was killed by SIGSEGV", "segmentation fault"),
         (Category.LINK_ERROR, "undefined reference to `vector_add(float const*, ...)'", "signature"),
         (Category.NO_GPU, "no CUDA device (no NVIDIA driver)", "no usable NVIDIA GPU"),
