@@ -261,7 +261,7 @@ def run_batch(
     if out_dir.resolve() == batch_dir.resolve():
         raise GraderError("--out must not be the folder of submissions", Exit.USAGE)
     students, ignored = find_students(batch_dir, exclude=out_dir)
-    klass = ClassSetup.load(root, roster, course, compile_only)
+    klass = ClassSetup.load(root, roster, course, compile_only, out=out_dir)
     students = klass.match(students, batch_dir)
     if only is not None:
         students = [s for s in students if s.id in only]

@@ -6,7 +6,9 @@ is graded under the student's id (OUT/<id>/); a submission that matches nobody, 
 not graded and is listed (class summary, stdout); a student no submission matches gets a `missing` row.
 With a course file, each graded student's labs get a late record and their final score before their
 reports are written, and a kept grade is assessed again (the course file may have changed: a new
-extension, a moved due date), its reports written again when its record changed.
+extension, a moved due date), its reports written again when its record changed. With the course
+file's late-day ledger (grader/late_ledger.py), the late days a student spent on other labs in earlier
+batches are taken off, and what each lab spends is recorded there under the batch's OUT.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .batch_students import Student
 from .course import Course, SubmittedAt, apply_course, load_course, submission_times
 from .errors import Exit, GraderError
 from .labs import Lab, discover
+from .late_ledger import Ledger
 from .results import Results
 from .roster import Roster, RosterStudent, match, read_roster_csv, submitted_times
 
@@ -31,6 +34,7 @@ class ClassSetup:
     root: Path
     roster: Roster | None = None
     course: Course | None = None
+    ledger: Ledger | None = None  # the course's late-day ledger, if it names one
     labs: list[Lab] = field(default_factory=list)
     missing: list[RosterStudent] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (submission, why it was not graded)
@@ -38,8 +42,10 @@ class ClassSetup:
     _paths: dict[str, Path] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, root: Path, roster: Path | None, course: Path | None, compile_only: bool = False) -> ClassSetup:
-        """Read and validate both files before anything is graded (a usage error, exit 2, otherwise)."""
+    def load(cls, root: Path, roster: Path | None, course: Path | None, compile_only: bool = False,
+             out: Path | None = None) -> ClassSetup:
+        """Read and validate both files (and the course's ledger) before anything is graded (a usage
+        error, exit 2, otherwise). out: the batch's OUT, which the ledger's entries name."""
         labs = discover(root) if (roster is not None or course is not None) else []
         setup = cls(root, labs=labs)
         if roster is not None:
@@ -49,6 +55,9 @@ class ClassSetup:
         if course is not None:
             loaded = load_course(Path(course), labs)
             setup.course = None if compile_only else loaded  # a compile check has no score to penalize
+            if setup.course is not None and loaded.ledger is not None:
+                setup.ledger = Ledger(loaded.ledger, str(Path(out).resolve()) if out is not None else "")
+                setup.ledger.read()  # a corrupt ledger stops the batch now, not one student at a time
         return setup
 
     def match(self, students: list[Student], batch_dir: Path) -> list[Student]:
@@ -86,7 +95,7 @@ class ClassSetup:
         """A kept grade: assess it again, and write its reports again when its late record changed."""
         if self.course is None:
             return
-        if apply_course(self.course, student.id, results, self.times(student)):
+        if apply_course(self.course, student.id, results, self.times(student), self.ledger):
             from .report import write_reports
 
             write_reports(results, student_dir, root=self.root)
@@ -125,7 +134,8 @@ class _Late:
 
     def __call__(self, student: Student, results: Results) -> bool:
         assert self.setup.course is not None
-        return apply_course(self.setup.course, student.id, results, self.setup.times(student))
+        setup = self.setup
+        return apply_course(setup.course, student.id, results, setup.times(student), setup.ledger)
 
 
 __all__ = ["ClassSetup"]

@@ -6,6 +6,7 @@
     penalty_percent = 10          # percent of the lab's raw score, per late day (hour)
     max_penalty_percent = 50      # the cap, percent of the raw score (default 100)
     late_days = 3                 # whole days a student may spend across the course (default 0)
+    ledger = "late-days.json"     # optional: late days spent, kept across batches (grader/late_ledger.py)
 
     [due]                         # lab selector (3, 03, vector-add, 03-vector-add) = ISO 8601 with offset
     "03" = "2025-09-26T23:59:00-04:00"
@@ -20,7 +21,8 @@ How a lab's penalty is computed (assess()), in this order:
   2. late = submitted - due; on time when late <= 0 or late <= the grace period (lateness past the grace
      period still counts from the due date);
   3. late days: the whole days started (ceil(late / 24 h)) are paid from the student's course late days
-     first, as many as are left; labs spend them in lab order, so the result is deterministic;
+     first, as many as are left; labs spend them in lab order, so the result is deterministic; with a
+     ledger, what the student's other labs spent in earlier batches is taken off first;
   4. the rest of the lateness is charged per day or per hour started, penalty_percent each, capped at
      max_penalty_percent; penalty = raw score x percent / 100, and the lab's score is raw - penalty.
 A lab without a due date, or a submission without a trustworthy time, gets no penalty (the record says so).
@@ -38,6 +40,7 @@ from pathlib import Path
 
 from .errors import Exit, GraderError
 from .labs import Lab, LabError, select
+from .late_ledger import Ledger
 from .results import LabResult, LateRecord, Results
 
 try:
@@ -46,7 +49,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 UNITS = {"day": 86400.0, "hour": 3600.0}
-_POLICY_KEYS = {"grace_minutes", "penalty_per", "penalty_percent", "max_penalty_percent", "late_days"}
+_POLICY_KEYS = {"grace_minutes", "penalty_per", "penalty_percent", "max_penalty_percent", "late_days",
+                "ledger"}
 _EXTENSION_KEYS = {"student", "lab", "days", "hours", "until"}
 
 
@@ -112,6 +116,7 @@ class Course:
     policy: Policy
     due: dict[str, datetime] = field(default_factory=dict)  # lab name -> due date
     extensions: list[Extension] = field(default_factory=list)
+    ledger: Path | None = None  # [policy] ledger, resolved against the course file's folder
 
     def extension(self, student: str, lab: str) -> Extension | None:
         mine = [e for e in self.extensions if e.student == student.casefold()]
@@ -175,6 +180,15 @@ def _policy(data: object, path: Path) -> Policy:
     )
 
 
+def _ledger(data: object, path: Path) -> Path | None:
+    name = data.get("ledger") if isinstance(data, dict) else None
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip() or name.strip().endswith(("/", os.sep)):
+        raise CourseError(path, "policy.ledger", f"expected a file name (\"late-days.json\"), got {name!r}")
+    return (path.resolve().parent / name.strip()).resolve()
+
+
 def _extension(i: int, data: object, labs: list[Lab], path: Path) -> Extension:
     key = f"extension[{i}]"
     if not isinstance(data, dict):
@@ -219,7 +233,8 @@ def load_course(path: Path, labs: list[Lab]) -> Course:
     ext = data.get("extension", [])
     if not isinstance(ext, list):
         raise CourseError(path, "extension", "expected [[extension]] tables")
-    return Course(path, _policy(data.get("policy"), path), due, [_extension(i, e, labs, path) for i, e in enumerate(ext)])
+    extensions = [_extension(i, e, labs, path) for i, e in enumerate(ext)]
+    return Course(path, _policy(data.get("policy"), path), due, extensions, _ledger(data.get("policy"), path))
 
 
 # --- the penalty ---------------------------------------------------------------------------------------
@@ -270,12 +285,25 @@ def assess_lab(course: Course, student: str, lab: LabResult, submitted: Submitte
     return record
 
 
-def apply_course(course: Course, student: str, results: Results, times: dict[str, SubmittedAt]) -> bool:
+def apply_course(course: Course, student: str, results: Results, times: dict[str, SubmittedAt],
+                 ledger: Ledger | None = None) -> bool:
     """Give every lab of results its late record and its final score (raw - penalty), spending the
     student's late days in lab order. times: lab name -> when it was submitted ("" key: every lab).
+    ledger: the course's late-day ledger (grader/late_ledger.py): the late days the student's other labs
+    spent in earlier batches are not there to spend, and what these labs spend is recorded.
     Returns whether anything changed (a kept grade whose record changed has its reports written again)."""
+    if ledger is None:
+        return _apply(course, student, results, times, course.policy.late_days)
+    names = {lab.name for lab in results.labs}
+    with ledger.spending(student) as spent:
+        others = sum(days for lab, days in spent.items() if lab not in names)
+        changed = _apply(course, student, results, times, max(0, course.policy.late_days - others))
+        spent.update({lab.name: lab.late.late_days_used for lab in results.labs if lab.late is not None})
+    return changed
+
+
+def _apply(course: Course, student: str, results: Results, times: dict[str, SubmittedAt], left: int) -> bool:
     before = [lab.late for lab in results.labs], [lab.score for lab in results.labs]
-    left = course.policy.late_days
     for lab in sorted(results.labs, key=lambda lab: (lab.number, lab.name)):
         when = times.get(lab.name) or times.get("") or SubmittedAt(None, "")
         record = assess_lab(course, student, lab, when, left)

@@ -14,12 +14,17 @@ into OUT/slurm/, so an edit of the originals changes no job (a resubmit's too):
                                       --expect: one without a finished grade is broken, not missing)
   OUT/slurm/unmatched.tsv             `<submission> TAB <why>`: not graded (the merge's --unmatched)
 
+A course file's relative `ledger` (grader/late_ledger.py) is pinned in the copy to the absolute path it
+names beside the original, so the tasks spend and record late days in the course's one ledger.
+
 The merge needs nothing of the course file: each task applies the late policy to its students'
 results.json (a student's labs are all graded in one task, so their late days add up as in one batch).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,9 +82,10 @@ class SlurmClass:
         slurm_dir.mkdir(parents=True, exist_ok=True)
         (slurm_dir / IDS).write_text("".join(f"{s}\n" for s in self.ids), encoding="utf-8")
         roster_copy, course_copy = self.copies(slurm_dir, self.roster, self.course)
-        for given, copy in ((self.roster, roster_copy), (self.course, course_copy)):
-            if given is not None and copy is not None:
-                shutil.copyfile(given, copy)
+        if self.roster is not None and roster_copy is not None:
+            shutil.copyfile(self.roster, roster_copy)
+        if self.course is not None and course_copy is not None:
+            course_copy.write_text(_pinned_ledger(self.course), encoding="utf-8")
         if self.roster is not None:
             (slurm_dir / UNMATCHED).write_text(
                 "# submission\twhy it is not graded  (written by grader slurm submit)\n"
@@ -90,6 +96,22 @@ class SlurmClass:
         if self.roster is None:
             return ""
         return roster_lines(self.roster_size, len(self.ids), self.missing, self.problems)
+
+
+def _pinned_ledger(course: Path) -> str:
+    """The course file's text, its relative `ledger = "..."` line made absolute (the copy lives elsewhere)."""
+    from .course import _ledger, tomllib
+
+    text = course.read_text(encoding="utf-8")
+    ledger = _ledger(tomllib.loads(text).get("policy"), course)
+    if ledger is None:
+        return text
+    line = r"(?m)^(\s*ledger\s*=\s*)(\"[^\"\n]*\"|'[^'\n]*')"
+    pinned = re.sub(line, lambda m: m.group(1) + json.dumps(str(ledger)), text, count=1)
+    if _ledger(tomllib.loads(pinned).get("policy"), course) != ledger:
+        raise GraderError(f"{course}: policy.ledger: write it as ledger = \"<file>\" on a line of its own "
+                          "under [policy] (the Slurm jobs read a copy of the course file)", Exit.USAGE)
+    return pinned
 
 
 def roster_lines(size: int, graded: int, missing: list[str], problems: list[tuple[str, str]]) -> str:

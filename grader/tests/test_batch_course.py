@@ -4,12 +4,14 @@ summary and the student's report."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 from grader.batch_merge import load_roster, merge
 from grader.errors import Exit
+from grader.late_ledger import FORMAT
 from grader.report.schemas import validate_class_gradebook
 from grader.results import Results
 
@@ -57,6 +59,7 @@ def test_batch_with_roster_and_course(lab_root: Path, tmp_path: Path, fakes: dic
     assert "roster: 4 student(s), 1 missing" in stdout and "not graded: cat.tar.gz" in stdout
     summary = (out / "class-summary.html").read_text()
     assert "handed in nothing" in summary and "Late policy." in summary
+    assert not list(tmp_path.glob("*.json")) and not list(tmp_path.glob("*.lock"))  # no ledger key: no ledger
 
 
 def test_batch_roster_unmatched_ambiguous_and_shared(lab_root: Path, tmp_path: Path, fakes: dict) -> None:
@@ -87,3 +90,41 @@ def test_merge_with_a_roster_csv(lab_root: Path, tmp_path: Path, fakes: dict) ->
     assert book["ada.l"]["status"] == "graded" and book["zed"]["status"] == "missing"
     assert dict(m.unmatched).keys() == {"cat", "dan"} and "more than one" in dict(m.unmatched)["dan"]
     assert validate_class_gradebook((tmp_path / "merged" / "gradebook.csv").read_text()) == []
+
+
+def test_batch_late_days_through_the_ledger(lab_root: Path, tmp_path: Path, fakes: dict) -> None:
+    d = class_dir(tmp_path)
+    (d / "eve.zip").unlink()
+    (tmp_path / "roster.csv").write_text(ROSTER)  # bob: 1 h late, one late day started
+    (tmp_path / "course").mkdir()
+    course = tmp_path / "course" / "course.toml"
+    course.write_text(COURSE.replace("late_days = 0", 'late_days = 2\nledger = "books/late-days.json"'))
+    ledger = tmp_path / "course" / "books" / "late-days.json"  # relative to the course file
+    ledger.parent.mkdir()
+    # an earlier batch (lab 02, graded on its own) spent one of bob's two late days
+    ledger.write_text(json.dumps({"format": FORMAT, "version": 1, "students": {"bob": {"02-mul": {
+        "days": 1, "written": "2025-10-05T00:00:00+00:00", "batch": "/grades/02"}}}}))
+    run = dict(roster=tmp_path / "roster.csv", course=course)
+    for force in (False, True, False):  # graded, regraded, kept: the late day is spent once
+        code, _, _ = batch(lab_root, fakes, tmp_path, "1", force=force, **run)
+        assert code is Exit.OK
+        bob = gradebook(tmp_path / "out")["bob"]
+        assert bob["01-add late days"] == "1" and float(bob["01-add penalty"]) == 0
+        students = json.loads(ledger.read_text())["students"]
+        assert students["bob"]["01-add"] == {**students["bob"]["01-add"], "days": 1,
+                                             "batch": str((tmp_path / "out").resolve())}
+        assert students["bob"]["02-mul"]["days"] == 1
+    report = (tmp_path / "out" / "bob" / "report.html").read_text()
+    assert "1 late day of your course allowance covered it (0 left)" in report
+    # lab 02 regraded elsewhere spends both: the kept lab 01 is reassessed, and now pays a penalty
+    students["bob"]["02-mul"]["days"] = 2
+    ledger.write_text(json.dumps({"format": FORMAT, "version": 1, "students": students}))
+    batch(lab_root, fakes, tmp_path, "1", **run)
+    bob = gradebook(tmp_path / "out")["bob"]
+    assert bob["01-add late days"] == "0" and float(bob["01-add penalty"]) > 0
+    assert json.loads(ledger.read_text())["students"]["bob"]["01-add"]["days"] == 0
+    # a corrupt ledger stops the batch before anything is graded
+    ledger.write_text("{ half a file")
+    with pytest.raises(GraderError, match=r"late-days.json: not valid JSON") as err:
+        batch(lab_root, fakes, tmp_path, "1", force=True, **run)
+    assert err.value.code is Exit.USAGE

@@ -3,9 +3,11 @@ after the course's due date."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from grader.course import (
 )
 from grader.errors import Exit
 from grader.hidden import redact
+from grader.late_ledger import Ledger, LedgerError
 from grader.labs import discover
 from grader.results import LabResult, Results, RunInfo, Status
 from grader import results as model
@@ -212,3 +215,110 @@ def test_results_json_round_trip_keeps_the_late_record(lab_root: Path) -> None:
     old = results().to_dict()
     old["schema_version"] = 1
     assert Results.from_dict(old).labs[0].late is None
+
+
+# --- the late-day ledger -------------------------------------------------------------------------------
+
+
+def two_labs(lab_root: Path, ledger: str = 'ledger = "late-days.json"'):
+    write_lab(lab_root, "02-mul")
+    return course(lab_root, f"penalty_percent = 10\nlate_days = 3\n{ledger}",
+                  due='"01" = "2025-09-26T23:59:00-04:00"\n"02" = "2025-10-03T23:59:00-04:00"')
+
+
+def lab02(hours: float) -> tuple[Results, dict[str, SubmittedAt]]:
+    lab = LabResult(2, "02-mul", "Mul", 100.0, score=50.0)
+    r = Results(RunInfo(started="2025-10-05T00:00:00+00:00"), [lab])
+    return r, {"": SubmittedAt(DUE + timedelta(days=7, hours=hours), "git commit")}
+
+
+def test_ledger_shares_late_days_between_batches_of_different_labs(lab_root: Path) -> None:
+    c = two_labs(lab_root)
+    assert c.ledger == (lab_root / "late-days.json").resolve() and not c.ledger.exists()
+    first = Ledger(c.ledger, "/grades/01")
+    r = results()
+    apply_course(c, "Ada", r, late_by(30), first)  # batch 1, lab 01: 2 days started, 2 spent (1 left)
+    assert (r.labs[0].late.late_days_used, r.labs[0].late.late_days_left, r.labs[0].score) == (2, 1, 80)
+    data = json.loads(c.ledger.read_text())
+    entry = data["students"]["ada"]["01-add"]
+    assert entry["days"] == 2 and entry["batch"] == "/grades/01" and entry["written"]
+    r2, times = lab02(40)  # batch 2 a week later, lab 02: 2 days started, only 1 left
+    apply_course(c, "ada", r2, times, Ledger(c.ledger, "/grades/02"))
+    late = r2.labs[0].late
+    assert (late.late_days_used, late.late_days_left, late.charged, late.penalty) == (1, 0, 1, 5)
+    assert "1 late day of your course allowance covered part of it (0 left)" in explain(late, 100)
+    students = json.loads(c.ledger.read_text())["students"]
+    assert {lab: e["days"] for lab, e in students["ada"].items()} == {"01-add": 2, "02-mul": 1}
+    assert students["ada"]["02-mul"]["batch"] == "/grades/02"
+    r3, times = lab02(40)
+    apply_course(c, "bob", r3, times, Ledger(c.ledger, "/grades/02"))  # bob spent nothing yet: no penalty
+    assert r3.labs[0].late.late_days_used == 2 and r3.labs[0].late.penalty == 0
+
+
+def test_ledger_regrading_a_lab_never_spends_twice(lab_root: Path) -> None:
+    c = two_labs(lab_root)
+    ledger = Ledger(c.ledger, "/grades/01")
+    for _ in range(3):  # the same lab graded again (a rerun, --force, a kept grade reassessed)
+        r = results()
+        apply_course(c, "ada", r, late_by(30), ledger)
+        assert r.labs[0].late.late_days_used == 2 and r.labs[0].late.late_days_left == 1
+    written = c.ledger.read_text()
+    assert json.loads(written)["students"]["ada"]["01-add"]["days"] == 2
+    apply_course(c, "ada", results(), late_by(30), Ledger(c.ledger, "/elsewhere"))
+    assert c.ledger.read_text() == written  # nothing changed: the entry (and its batch) stand
+    r2, times = lab02(40)
+    apply_course(c, "ada", r2, times, ledger)
+    assert r2.labs[0].late.late_days_used == 1
+    r = results()
+    apply_course(c, "ada", r, late_by(-1), ledger)  # lab 01 regraded on time: its 2 days come back
+    assert r.labs[0].late.late_days_used == 0 and r.labs[0].late.late_days_left == 2
+    assert json.loads(c.ledger.read_text())["students"]["ada"]["01-add"]["days"] == 0
+    c.ledger.unlink()  # deleting the ledger starts the count again
+    r2, times = lab02(40)
+    apply_course(c, "ada", r2, times, ledger)
+    assert r2.labs[0].late.late_days_used == 2
+
+
+def test_no_ledger_key_counts_within_one_batch(lab_root: Path) -> None:
+    c = two_labs(lab_root, ledger="")
+    assert c.ledger is None
+    for _ in range(2):
+        r = results()
+        apply_course(c, "ada", r, late_by(30))
+        assert r.labs[0].late.late_days_used == 2 and r.labs[0].late.late_days_left == 1
+    assert not list(lab_root.glob("*.json"))
+
+
+def test_ledger_path_is_relative_to_the_course_file(lab_root: Path, tmp_path: Path, monkeypatch) -> None:
+    (lab_root / "course").mkdir()
+    (lab_root / "course" / "course.toml").write_text('[policy]\nlate_days = 2\nledger = "books/late.json"\n')
+    monkeypatch.chdir(tmp_path.parent)
+    c = load_course(lab_root / "course" / "course.toml", discover(lab_root))
+    assert c.ledger == (lab_root / "course" / "books" / "late.json").resolve()
+    (lab_root / "course.toml").write_text('[policy]\nledger = ""\n')
+    with pytest.raises(CourseError, match="policy.ledger"):
+        load_course(lab_root / "course.toml", discover(lab_root))
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"format": "cudalab late-day ledger", "version": 1}', "[]",
+                                  '{"format": "cudalab late-day ledger", "version": 1, '
+                                  '"students": {"ada": {"01-add": {"days": -1}}}}'])
+def test_corrupt_ledger_is_a_usage_error_naming_the_file(lab_root: Path, text: str) -> None:
+    c = two_labs(lab_root)
+    c.ledger.write_text(text)
+    with pytest.raises(LedgerError, match="late-days.json") as err:
+        apply_course(c, "ada", results(), late_by(30), Ledger(c.ledger))
+    assert err.value.code is Exit.USAGE and c.ledger.read_text() == text  # left as it was
+
+
+def test_ledger_loses_no_entry_when_batches_write_at_once(lab_root: Path) -> None:
+    c = two_labs(lab_root)
+
+    def grade(i: int) -> None:
+        apply_course(c, f"s{i}", results(), late_by(30), Ledger(c.ledger, f"/grades/{i % 2}"))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(grade, range(40)))
+    students = json.loads(c.ledger.read_text())["students"]
+    assert len(students) == 40 and all(s["01-add"]["days"] == 2 for s in students.values())
+    assert not [p for p in lab_root.iterdir() if p.name.endswith(".tmp")]

@@ -250,6 +250,7 @@ def test_a_task_grades_its_shard_alone_in_its_own_work_folder(lab_root: Path, tm
 import csv  # noqa: E402
 import glob  # noqa: E402
 import io  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import shlex  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
@@ -382,3 +383,17 @@ def test_tasks_and_merge_of_a_course(lab_root: Path, tmp_path: Path, fakes: dict
     assert read_shards(out)[3] == ["dan"]  # zed handed in nothing: no task grades them
     assert f"--roster {out}/slurm/roster.csv" in (out / "slurm" / "round-1-array.sbatch").read_text()
     assert "--expect" in (out / "slurm" / "round-1-merge.sbatch").read_text()
+
+
+def test_slurm_course_copy_pins_a_relative_ledger(tmp_path: Path) -> None:
+    from grader.slurm_class import SlurmClass
+
+    (tmp_path / "c").mkdir()
+    course = tmp_path / "c" / "course.toml"
+    course.write_text('[policy]\nlate_days = 2\nledger = "late-days.json"   # kept across batches\n')
+    SlurmClass(["ada"], course=course).write(tmp_path / "out" / "slurm")
+    copy = (tmp_path / "out" / "slurm" / "course.toml").read_text()
+    assert json.dumps(str((tmp_path / "c" / "late-days.json").resolve())) in copy and "late_days = 2" in copy
+    course.write_text("[policy]\nlate_days = 2\n")
+    SlurmClass(["ada"], course=course).write(tmp_path / "out" / "slurm")
+    assert (tmp_path / "out" / "slurm" / "course.toml").read_text() == course.read_text()
