@@ -258,6 +258,8 @@ def cmd_batch_merge(outs: list[Path], dest: Path, roster: Path | None = None, ti
     for name, why in merged.unmatched:
         stdout.write(f"  not merged: {name}: {why}\n")
     stdout.write(f"class summary: {merged.paths['html']}\ngradebook: {merged.paths['csv']}\n")
+    if "canvas" in merged.paths and "moodle" in merged.paths:
+        stdout.write(f"LMS gradebooks: {merged.paths['canvas']} (Canvas), {merged.paths['moodle']} (Moodle)\n")
     return Exit.TEST_FAILURES if merged.broken else Exit.OK
 
 

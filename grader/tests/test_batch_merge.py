@@ -116,6 +116,7 @@ def test_cli_batch_merge(tmp_path: Path, capsys) -> None:
     assert code == 1  # a broken row
     assert "2 student(s), 1 with results, 1 broken (1 never graded)" in out and "broken: bob" in out
     assert rows(tmp_path / "gradebook.csv")["bob"]["status"] == "broken"
+    assert "LMS gradebooks: " in out and (tmp_path / "gradebook-canvas.csv").is_file()  # named, and written
     assert main(["batch", "merge", str(t0), "--out", str(tmp_path / "x")]) == 0
 
 
