@@ -42,23 +42,6 @@ std::string error_name(cudaError_t e) { return cudaGetErrorName(e); }
 // More threads than a block may hold (1024 on every current GPU): a launch the runtime refuses.
 constexpr int kTooManyThreads = 2048;
 
-// A launcher that checks its launch (CUDA_CHECK_LAST) throws cudalab::CudaError for a launch that cannot
-// run, and leaves no error pending. `what` names the call in the messages.
-template <class Call>
-void expect_launch_error_thrown(Call call, const std::string& what) {
-  std::string thrown;
-  try {
-    call();
-  } catch (const cudalab::CudaError& e) {
-    thrown = e.what();
-  }
-  const cudaError_t pending = cudaGetLastError();  // read (and clear) what an unchecked launch left behind
-  EXPECT_FALSE(thrown.empty()) << what << " is a launch the runtime refuses, and it returned normally: check "
-                               << "the launch with CUDA_CHECK_LAST() so the error becomes an exception";
-  EXPECT_EQ(pending, cudaSuccess) << what << " left " << error_name(pending)
-                                  << " pending: a launch error must be read with cudaGetLastError()";
-}
-
 // --- Task 1: hello, GPU --------------------------------------------------------------------------
 
 class HelloCorrectness : public cudalab::GpuTestWithParam<Grid> {};
@@ -186,8 +169,8 @@ class HelloRecordCheckedCorrectness : public cudalab::GpuTest {};
 TEST_F(HelloRecordCheckedCorrectness, ThrowsOnABadLaunch) {
   GuardedBuffer<ThreadRecord> d_records(kTooManyThreads);
   cudalab::poison(d_records);
-  expect_launch_error_thrown([&] { record_threads(d_records.data(), 1, kTooManyThreads); },
-                             "record_threads(d, 1, " + std::to_string(kTooManyThreads) + ")");
+  EXPECT_TRUE(cudalab::launch_error_reported([&] { record_threads(d_records.data(), 1, kTooManyThreads); },
+                                             "record_threads(d, 1, " + std::to_string(kTooManyThreads) + ")"));
   CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(d_records.guards_intact("the records"));
   const std::vector<ThreadRecord> records = d_records.to_host();

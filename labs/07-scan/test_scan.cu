@@ -83,18 +83,6 @@ DeviceBuffer<int> reference_scan(const DeviceBuffer<int>& d_in, Kind kind, std::
   return d_expected;
 }
 
-// Exact comparison of a reference array with a guarded one, on the GPU; only arrays that differ are
-// copied to the host for the message (DeviceAllEqual for a GuardedBuffer).
-::testing::AssertionResult DeviceAllEqual(const DeviceBuffer<int>& d_expected, const GuardedBuffer<int>& d_actual,
-                                          std::uint64_t seed) {
-  const std::size_t n = d_expected.size();
-  if (n == d_actual.size() &&
-      (n == 0 || thrust::equal(thrust::device, d_expected.data(), d_expected.data() + n, d_actual.data()))) {
-    return ::testing::AssertionSuccess();
-  }
-  return AllEqual(d_expected.to_host(), d_actual.to_host(), seed);
-}
-
 // Runs scan(d_in, d_out) once with a poisoned output, then checks the output, that the input is
 // unchanged, and that nothing was written outside the output, the input or the scratch (when there is
 // one): each is a GuardedBuffer, whose guard zones catch a stray write with or without the sanitizer
@@ -112,10 +100,10 @@ void expect_scan(std::size_t n, std::uint64_t seed, Kind kind, std::size_t segme
   // A second copy of the input, and the reference from it, made only after the scan under test has
   // finished: no stray write of that scan can reach them.
   const DeviceBuffer<int> d_original = make_input(n, seed);
-  EXPECT_TRUE(DeviceAllEqual(reference_scan(d_original, kind, segment), d_out, seed))
+  EXPECT_TRUE(cudalab::DeviceAllEqual(reference_scan(d_original, kind, segment), d_out, seed))
       << (kind == Kind::kInclusive ? "inclusive" : "exclusive") << " scan of n = " << n
       << (segment < n ? " in independent tiles of " + std::to_string(segment) : std::string());
-  EXPECT_TRUE(DeviceAllEqual(d_original, d_in, seed)) << "the scan must not modify its input";
+  EXPECT_TRUE(cudalab::DeviceAllEqual(d_original, d_in, seed)) << "the scan must not modify its input";
   EXPECT_TRUE(d_out.guards_intact("the output")) << "n = " << n;
   EXPECT_TRUE(d_in.guards_intact("the input")) << "n = " << n;
   if (scratch != nullptr) {

@@ -10,14 +10,13 @@
 #include <cstdint>
 
 #include "compare.hpp"
-#include "device_buffer.cuh"
 
 namespace cudalab {
 
-// Exact comparison (NaN never matches). The caller synchronizes with the work that wrote d_actual.
-template <class T>
-::testing::AssertionResult DeviceAllEqual(const DeviceBuffer<T>& d_expected, const DeviceBuffer<T>& d_actual,
-                                          std::uint64_t seed) {
+// Exact comparison (NaN never matches) of two device arrays: DeviceBuffer or GuardedBuffer, anything
+// with data(), size() and to_host(). The caller synchronizes with the work that wrote d_actual.
+template <class Expected, class Actual>
+::testing::AssertionResult DeviceAllEqual(const Expected& d_expected, const Actual& d_actual, std::uint64_t seed) {
   const std::size_t n = d_expected.size();
   if (n == d_actual.size() &&
       (n == 0 || thrust::equal(thrust::device, d_expected.data(), d_expected.data() + n, d_actual.data()))) {

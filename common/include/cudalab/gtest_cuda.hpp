@@ -166,6 +166,33 @@ constexpr std::size_t kGpuMemoryMargin = std::size_t{1} << 30;
                    "memory an earlier call did not free, holds the rest)");                          \
   } while (0)
 
+namespace cudalab {
+// A call whose launch the runtime refuses (a block of 2048 threads, a grid of zero blocks): a function
+// that checks its launches (CUDA_CHECK_LAST) throws CudaError and leaves no error pending for the next
+// call to trip over. `what` names the call in the message. EXPECT_TRUE(launch_error_reported(...)).
+template <class Call>
+::testing::AssertionResult launch_error_reported(Call call, const std::string& what) {
+  bool thrown = false;
+  try {
+    call();
+  } catch (const CudaError&) {
+    thrown = true;
+  }
+  const cudaError_t pending = cudaGetLastError();  // read (and clear) what an unchecked launch left behind
+  if (thrown && pending == cudaSuccess) return ::testing::AssertionSuccess();
+  ::testing::AssertionResult failure = ::testing::AssertionFailure();
+  if (!thrown) {
+    failure << what << " is a launch the runtime refuses, and it returned normally: check the launch with "
+            << "CUDA_CHECK_LAST() so the error becomes an exception. ";
+  }
+  if (pending != cudaSuccess) {
+    failure << what << " left " << cudaGetErrorName(pending)
+            << " pending: a launch error must be read with cudaGetLastError()";
+  }
+  return failure;
+}
+}  // namespace cudalab
+
 // Perf tests do nothing in small mode.
 #define CUDALAB_SKIP_PERF_IN_SMALL_MODE()                                                   \
   do {                                                                                      \
