@@ -20,13 +20,6 @@ from .pipeline import RunOptions, build_targets, exit_code, run_labs
 from .progress import Progress
 from .results import Results, ResultsError
 
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def repo_root(explicit: str | None = None) -> Path:
-    return Path(explicit or os.environ.get("CUDALAB_ROOT") or DEFAULT_ROOT).resolve()
-
-
 def make_builder(root: Path, preset: str, jobs: int | None) -> Builder:
     return CMakeBuilder(root, preset, jobs)
 

@@ -20,14 +20,12 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
-import errno
 import glob
 import json
 import os
 import signal
 import sys
 import time
-from pathlib import Path
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000

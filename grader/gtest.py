@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import re
-import shutil
-import tempfile
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import process
 from .results import Category, Perf, PerfSeries, Status, TestResult
-from .text import MESSAGE_LIMIT, tail_lines, truncate
+from .text import MESSAGE_LIMIT, truncate
 
 REPORT_LIMIT_BYTES = 64 << 20
 

@@ -328,7 +328,7 @@ def charge_findings(lab: Lab, result: LabResult, tests: list[TestResult]) -> Non
     for t in tests:
         if t.status is not Status.FAILED:
             continue
-        for kernel in filter(None, t.properties.get("sanitizer_kernels", t.properties.get("sanitizer_kernel", "")).split(",")):
+        for kernel in filter(None, t.properties.get("sanitizer_kernels", "").split(",")):
             task = lab.task_for_kernel(kernel)
             if task is not None:
                 charged.setdefault(task.id, []).append(f"{t.name.split('.', 1)[1]} in {kernel}")

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from .batch_merge import best, scan
 from .environment import now_iso
@@ -175,9 +175,8 @@ def submit_round(jobs: Jobs, out: Path, students: list[str], *, dry_run: bool, r
         path.write_text(text)
         path.chmod(0o755)
     append_shards(out, base, shard_list)
-    array_cmd, merge_cmd = sbatch_commands(plan)
-    array_job = _sbatch(array_cmd, runner)
-    merge_job = _sbatch(sbatch_commands(plan, array_job)[1], runner)
+    array_job = _sbatch(sbatch_commands(plan)[0], runner)
+    merge_job = _sbatch(sbatch_commands(plan, array_job)[1], runner)  # the merge waits for that array
     done = Round(round_, base, len(shard_list), array_job, merge_job, now_iso())
     jobs.rounds.append(done)
     jobs.save(out)

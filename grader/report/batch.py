@@ -36,7 +36,9 @@ from grader.report._format import (
     parse_time,
     percent,
 )
+from grader.report.class_charts import grade_band, histogram, stat_text, stats
 from grader.report.class_gradebook import gradebook_columns, render_gradebook_csv
+from grader.report.class_sections import lab_stats, late_summary, leaderboards, pass_rates, roster_rows
 from grader.report.html import environment
 from grader.report.lms import write_lms_exports
 from grader.report.outcomes import (
@@ -54,8 +56,6 @@ from grader.report.standing import (
     NOT_COMPILED,
     NOT_GRADED_NO_GPU,
 )
-from grader.report.class_charts import grade_band, histogram, stat_text, stats
-from grader.report.class_sections import lab_stats, late_summary, leaderboards, pass_rates, roster_rows
 
 FILES = {"html": "class-summary.html", "csv": "gradebook.csv"}
 

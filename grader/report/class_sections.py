@@ -26,6 +26,7 @@ from grader.report._format import (
     truncate,
     unit,
 )
+from grader.report.class_charts import grade_band, stat_text, stats, strip
 from grader.report.outcomes import (
     LabColumn,
     StudentOutcome,
@@ -44,8 +45,6 @@ from grader.report.standing import (
     compile_state,
 )
 from grader.results import Status
-
-from grader.report.class_charts import grade_band, stat_text, stats, strip
 
 _ERROR_LIMIT = 4_000
 _SHOWN_TESTS = 12  # per lab, the tests with the lowest pass rates shown open; the rest fold
