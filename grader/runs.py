@@ -335,15 +335,8 @@ def run_binary(
             + ", ".join(dropped[:5])
             + (" ..." if len(dropped) > 5 else "")
         )
-    if first.proc.out_of_memory:
-        notes.append(f"{binary.name}: the run was stopped for using too much host memory; its tests were re-run one by one")
-    elif first.proc.timed_out:
-        notes.append(f"{binary.name}: the run did not finish within {policy.timeout(timeout_s):g} s; its tests were re-run one by one")
-    elif first.parsed is None:
-        why = first.proc.signal_name or first.report_error or f"exit code {first.proc.returncode}"
-        notes.append(f"{binary.name}: the run ended without usable results ({why}); its tests were re-run one by one")
-
     missing = [n for n in wanted if n not in reported]
+    # The mutation gate: one failure decides, so nothing is re-run alone (and no note says it was).
     if stop_at_first_failure and (first.parsed is None or first.proc.timed_out or any(
             t.status is Status.FAILED for t in reported.values())):
         why = ("not run: the run stopped at the first failure (--gtest_fail_fast), which decides the "
@@ -353,10 +346,17 @@ def run_binary(
         elif first.parsed is None:
             ended = first.proc.signal_name or first.report_error or f"exit code {first.proc.returncode}"
             why = f"not run: the run ended without results ({ended}), which decides the mutation gate"
-        notes = [n for n in notes if not n.endswith("re-run one by one")]  # they are not, here
         results = {**reported, **{n: _not_run(n, label, Category.HARNESS, why) for n in missing}}
         return BinaryRun(tests=[results[n] for n in wanted if n in results], properties=props, notes=notes,
                          output=truncate(first.proc.output), confinement=first.proc.confinement)
+    if first.proc.out_of_memory:
+        notes.append(f"{binary.name}: the run was stopped for using too much host memory; its tests were re-run one by one")
+    elif first.proc.timed_out:
+        notes.append(f"{binary.name}: the run did not finish within {policy.timeout(timeout_s):g} s; its tests were re-run one by one")
+    elif first.parsed is None:
+        why = first.proc.signal_name or first.report_error or f"exit code {first.proc.returncode}"
+        notes.append(f"{binary.name}: the run ended without usable results ({why}); its tests were re-run one by one")
+
     # Sticky CUDA errors: every CUDA-error failure after the first may be collateral damage.
     cuda_failures = [n for n in wanted if n in reported and reported[n].category is Category.CUDA_ERROR]
     rerun_set = set(missing) | set(cuda_failures[1:])
