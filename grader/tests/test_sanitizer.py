@@ -104,6 +104,32 @@ def test_run_tool_reports_findings(tmp_path: Path) -> None:
     assert r.properties["sanitizer_kernel"] == "oob_kernel" and r.properties["sanitizer_location"] == "probe.cu:4"
 
 
+def test_what_the_tool_cannot_watch_is_a_note_not_a_finding(tmp_path: Path) -> None:
+    """racecheck on a program with dynamic parallelism warns that it cannot follow device-side launches,
+    and counts that warning in its summary and exit code: the run passes, with the note."""
+    log = ("========= COMPUTE-SANITIZER\n"
+           "========= Warning: CUDA Dynamic Parallelism is not supported by the selected tool\n"
+           "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+           "========= ERROR SUMMARY: 1 error\n")
+    assert sanitizer.parse_log(log, "racecheck") == ([], 1)
+    assert sanitizer.unsupported(log) == ["CUDA Dynamic Parallelism"]
+    (tmp_path / "cdp.log").write_text(log)
+    tool = tmp_path / "cs-cdp"
+    tool.write_text(_stand_in(tmp_path / "cdp.log", attached="true").replace("exit 1", f"exit {sanitizer.ERROR_EXITCODE}"))
+    tool.chmod(0o755)
+    r = sanitizer.run_tool(str(tool), "racecheck", Path("/bin/true"), 10).result
+    assert r.status is Status.PASSED, r.message
+    assert r.properties["sanitizer_unsupported"] == "CUDA Dynamic Parallelism" and "could not check" in r.message
+    # A real race beside the warning still fails.
+    race = log.replace("RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)",
+                       "Error: Race reported between Write access at k()+0x10 in a.cu:3\n"
+                       "=========     and Read access at k()+0x20 in a.cu:4 [2 hazards]\n"
+                       "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)")
+    (tmp_path / "cdp.log").write_text(race)
+    r = sanitizer.run_tool(str(tool), "racecheck", Path("/bin/true"), 10).result
+    assert r.status is Status.FAILED and "Shared-memory race" in r.message
+
+
 def _stand_in(log: Path, attached: str) -> str:
     """A compute-sanitizer stand-in: copies log to --log-file and writes a harness-like report that
     echoes the run's nonce, with sanitizer_attached as given."""
