@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -78,13 +79,13 @@ class RunPolicy:
     """How each run of a test binary is confined.
 
     limits: setrlimit()s of the process. sandbox: given the run's private directory (the only one it
-    may write), the command line to put in front of the binary (grader/sandbox.py: bubblewrap), or
-    None. confine: the supervisor's settings (None: run directly). deadline: time.monotonic() after
+    may write) and the paths it reads, the command line to put in front of the binary
+    (grader/sandbox.py: bubblewrap), or None. confine: the supervisor's settings (None: run directly). deadline: time.monotonic() after
     which no run starts (the grade's global cap); a run's timeout is cut to what is left. verify:
     believe only reports that pass verify_report and echo what this run asked for."""
 
     limits: process.Limits = field(default_factory=process.Limits)
-    sandbox: Callable[[Path], list[str]] | None = None
+    sandbox: Callable[[Path, Sequence[Path | str]], list[str]] | None = None
     confine: ConfineSettings | None = None
     deadline: float | None = None
     verify: bool = True
@@ -160,7 +161,9 @@ def launch(
         argv: list[str] = [*(prefix(extras) if prefix else []), str(Path(binary).resolve()),
                            f"--gtest_output=json:{report.path}", "--gtest_color=no", *args]
         grader_env = {"CUDALAB_RUN_NONCE": nonce, **({"CUDALAB_SMALL": "1"} if small else {})}
-        wrapper = policy.sandbox(workdir) if policy.sandbox else []
+        # What the sandbox must keep visible: the binary, the tools and the grader (confine.py, Python).
+        keep = [Path(binary).resolve().parent, *exec_roots, Path(__file__).resolve().parent, sys.prefix, sys.base_prefix]
+        wrapper = policy.sandbox(workdir, keep) if policy.sandbox else []
         confine = policy.confine.for_run(workdir, binary, exec_roots) if policy.confine is not None else None
         proc = process.run(argv, policy.timeout(timeout_s), env=test_env({**(env or {}), **grader_env}, workdir),
                            cwd=workdir, limits=policy.limits, wrapper=wrapper, confine=confine,

@@ -24,6 +24,7 @@ import re
 import shutil
 import stat
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -276,16 +277,28 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def bwrap_prefix(bwrap: str, writable: Path) -> list[str]:
+PRIVATE = ("/tmp", "/dev/shm")  # empty in the sandbox: what the run needs from there is bound back
+
+
+def bwrap_prefix(bwrap: str, writable: Path, keep: Sequence[Path | str] = ()) -> list[str]:
     """bubblewrap arguments: the whole file system read-only, a fresh /dev with only the NVIDIA nodes
-    added, a private /tmp, new network/IPC/PID namespaces, and `writable` the one writable directory."""
+    added, a private /tmp, new network/IPC/PID namespaces, and `writable` the one writable directory.
+    keep: what the run reads (its binary's folder, the grader, the tools); those under /tmp (a checkout
+    in /tmp, a CI runner's workspace) are bound back read-only over the private /tmp."""
     cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev"]
     for node in sorted(glob.glob("/dev/nvidia*")):
         cmd += ["--dev-bind", node, node]
+    cmd += ["--proc", "/proc"]
+    for private in PRIVATE:
+        cmd += ["--tmpfs", private]
+    back: list[str] = []
+    for path in sorted({os.path.realpath(k) for k in keep}):
+        inside = [pr for pr in PRIVATE if path.startswith(pr + "/")]
+        if inside and os.path.exists(path) and not any(path.startswith(b + "/") for b in back):
+            back.append(path)
+    for path in back:  # before the writable folder, which may lie inside one of them
+        cmd += ["--ro-bind", path, path]
     cmd += [
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        "--tmpfs", "/dev/shm",
         "--bind", str(writable), str(writable),
         "--chdir", str(writable),
         "--unshare-net", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
@@ -307,8 +320,8 @@ class Sandbox:
     def active(self) -> bool:
         return self.bwrap is not None
 
-    def wrapper(self, workdir: Path) -> list[str]:
-        return bwrap_prefix(self.bwrap, workdir) if self.bwrap else []
+    def wrapper(self, workdir: Path, keep: Sequence[Path | str] = ()) -> list[str]:
+        return bwrap_prefix(self.bwrap, workdir, keep) if self.bwrap else []
 
 
 def probe_sandbox(mode: str = "auto", bwrap: str | None = None) -> Sandbox:

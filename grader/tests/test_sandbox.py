@@ -466,3 +466,48 @@ def test_gpu_unhealthy_after_a_crash_stops_the_grade(lab_root: Path, builder: Fa
     later = [t for t in res.tests if t.status is Status.NOT_RUN]
     assert later and all("GPU unhealthy" in t.message for t in later)
     assert any("GPU unhealthy" in n for n in results.run.notes)
+
+
+def test_what_a_run_reads_under_tmp_is_bound_back(tmp_path: Path) -> None:
+    """A checkout in /tmp (a CI workspace, a copy made for a long GPU run): the private /tmp would hide
+    the test binary and the grader, so what the run reads is bound back read-only, before the writable
+    folder (which may lie inside it). Paths outside /tmp are visible already."""
+    tree = tmp_path / "checkout"
+    bins, runs = tree / "build" / "bin", tree / "build" / "runs" / "cudalab-run-x"
+    bins.mkdir(parents=True)
+    runs.mkdir(parents=True)
+    cmd = bwrap_prefix("/usr/bin/bwrap", runs, keep=[tree / "build", bins, "/usr", tmp_path / "gone"])
+    joined = " ".join(cmd)
+    real = os.path.realpath(tree / "build")
+    assert f"--ro-bind {real} {real}" in joined
+    assert f"--ro-bind {os.path.realpath(bins)}" not in joined  # inside one already bound
+    assert "--ro-bind /usr /usr" not in joined and "gone" not in joined
+    assert joined.index("--tmpfs /tmp") < joined.index(f"--ro-bind {real}") < joined.index(f"--bind {runs}")
+    assert "--ro-bind /tmp /tmp" not in bwrap_prefix("/usr/bin/bwrap", runs, keep=["/tmp"])  # never the whole /tmp
+
+
+def test_runs_tell_the_sandbox_what_they_read(tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+
+    def sandbox(workdir: Path, keep) -> list[str]:
+        seen.append([str(k) for k in keep])
+        return []
+
+    (tmp_path / "bin").mkdir()
+    binary = _script(tmp_path / "bin" / "fake_tests", "exit 0\n")
+    runs.launch(Path(binary), [], 5, policy=runs.RunPolicy(sandbox=sandbox), exec_roots=["/opt/tool"])
+    keep = seen[0]
+    assert str(tmp_path / "bin") in keep and "/opt/tool" in keep
+    assert str(Path(runs.__file__).resolve().parent) in keep  # confine.py
+
+
+def test_a_real_bubblewrap_runs_a_binary_that_lives_under_tmp(tmp_path: Path) -> None:
+    box = probe_sandbox()
+    if not box.active:
+        pytest.skip(f"no working bubblewrap here: {box.reason}")
+    (tmp_path / "bin").mkdir()
+    binary = _script(tmp_path / "bin" / "fake_tests", 'echo "ran in $PWD"; touch here; ls /tmp | wc -l\n')
+    run = runs.launch(Path(binary), [], 10, policy=runs.RunPolicy(sandbox=box.wrapper))
+    lines = run.proc.stdout.split("\n")
+    assert run.proc.returncode == 0 and lines[0].startswith("ran in ") and "cudalab-run-" in lines[0], run.proc.output
+    assert int(lines[1]) <= 2  # the private /tmp holds only what was bound back (the checkout, the run folder)
