@@ -54,10 +54,11 @@ TEST_F(GuardedBufferTest, OnePastTheEndIsCaught) {
 
 TEST_F(GuardedBufferTest, OneBeforeTheStartIsCaught) {
   cudalab::GuardedBuffer<float> buf(1000);
-  write(buf, -1, 0, -1.0f);
+  write(buf, -1, 0, -1.0f);  // element -1: the 4 bytes just before the start, the last of them adjacent
   const auto verdict = buf.guards_intact();
   EXPECT_FALSE(verdict);
-  EXPECT_NE(std::string(verdict.message()).find("before its start (the nearest 4 byte(s) before)"), std::string::npos)
+  EXPECT_NE(std::string(verdict.message()).find("4 byte(s) before its start (the nearest 1 byte(s) before)"),
+            std::string::npos)
       << verdict.message();
 }
 
