@@ -8,6 +8,7 @@ exclude; every file under the root when it is not a git checkout) minus the inst
   .notes/                     instructor notes
   docs/ (all but STUDENT_DOCS) the instructor guide, the architecture, authoring a lab, CI and Gradescope
   ci/gradescope/, ci/gpu-check, ci/gpu_summary.py,  course-staff tooling (needs solutions/)
+  ci/course_demo.py,
   ci/multi-gpu-check, ci/slurm-check, ci/container/
   grader/tests/, .ci/         the grader's own tests and the repository's CI (they check solutions/)
   bench/                      the grading throughput benchmark (needs solutions/)
@@ -73,6 +74,7 @@ EXCLUDED: tuple[tuple[str, str], ...] = (
     ("ci/gradescope/", "the Gradescope autograder bundle (course staff)"),
     ("ci/gpu-check", "the GPU check of the reference solutions (needs solutions/)"),
     ("ci/gpu_summary.py", "part of ci/gpu-check"),
+    ("ci/course_demo.py", "part of ci/gpu-check (grades a copy of a reference solution)"),
     ("ci/multi-gpu-check", "the multi-GPU batch check (course staff; runs bench/, needs solutions/)"),
     ("ci/slurm-check", "the single-node Slurm check (course staff; grades copies of solutions/)"),
     ("ci/container/", "the grading image for a cluster (course staff)"),
