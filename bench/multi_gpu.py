@@ -159,18 +159,20 @@ def run_all(args: argparse.Namespace, work: Path) -> dict:
     labs = select(discover(ROOT), args.labs)
     args.labs = [lab.name for lab in labs]
     every = parse_gpus(args.gpus) or []
-    single = parse_gpus(args.single) if args.single else every[:1]
-    if len(single) != 1:
-        raise SystemExit("--single names one GPU")
+    today = args.single == "default"  # run A is the batch without --gpus (issue 13: the same scores)
+    single = [] if today else parse_gpus(args.single) if args.single else every[:1]
+    if len(single) != 1 and not today:
+        raise SystemExit("--single names one GPU, or 'default' for a batch without --gpus")
     if len(every) < 2:
         print(f"warning: --gpus {args.gpus} gives {len(every)} GPU: no speed-up to measure", flush=True)
     (work / "logs").mkdir(parents=True, exist_ok=True)
     kinds = make_submissions(labs, args.n, work / "submissions")
     meta = {"labs": args.labs, "n": args.n, "kinds": kinds, "cpus": os.cpu_count(), "jobs": args.jobs,
             "preset": args.preset, "sanitizer": args.sanitizer,
-            "gpus_a": devices_json(single), "gpus_b": devices_json(every), "spec_a": str(single[0].index),
+            "gpus_a": devices_json(single), "gpus_b": devices_json(every),
+            "spec_a": "default" if today else str(single[0].index),
             "spec_b": args.gpus, "runs": {}}
-    print(f"{args.n} submissions of {', '.join(args.labs)}; A: {single[0].label}; "
+    print(f"{args.n} submissions of {', '.join(args.labs)}; A: {single[0].label if single else 'no --gpus'}; "
           f"B: {', '.join(d.label for d in every)}", flush=True)
     subs = work / "submissions"
     jobs = ["-j", str(args.jobs)] if args.jobs else []
@@ -181,7 +183,8 @@ def run_all(args: argparse.Namespace, work: Path) -> dict:
         meta["runs"]["warmup"] = batch(args, subs, work / "warmup", work / "logs" / "warmup.log",
                                        "--compile-only", "-q", "-j", str(min(slots, os.cpu_count() or 1)))
         save()
-    meta["runs"]["A"] = batch(args, subs, work / "gpus-1", work / "logs" / "gpus-1.log", "--gpus", meta["spec_a"], *jobs)
+    pin_a = [] if today else ["--gpus", meta["spec_a"]]
+    meta["runs"]["A"] = batch(args, subs, work / "gpus-1", work / "logs" / "gpus-1.log", *pin_a, *jobs)
     save()
     meta["runs"]["B"] = batch(args, subs, work / "gpus-N", work / "logs" / "gpus-N.log", "--gpus", args.gpus, *jobs)
     save()
@@ -218,7 +221,9 @@ def judge(work: Path, meta: dict, fixed_pct: float | None) -> tuple[str, dict, i
     kinds = meta["kinds"]
     students = sorted(kinds)
     diffs, spread = mc.compare_scores(a, b, perf_goals(meta["labs"], [a, b]), fixed_pct, students)
-    gpus_a = mc.check_gpus(a, {str(d["index"]): d["uuid"] for d in meta["gpus_a"]}, students)
+    # A batch without --gpus pins nothing, so it has no GPU index to name: only run B is checked then.
+    today = meta["spec_a"] == "default"
+    gpus_a = {} if today else mc.check_gpus(a, {str(d["index"]): d["uuid"] for d in meta["gpus_a"]}, students)
     gpus_b = mc.check_gpus(b, {str(d["index"]): d["uuid"] for d in meta["gpus_b"]}, students)
     fails = mc.verdict(diffs, gpus_a, gpus_b)
     not_run = {"rc": "not run (killed?)", "wall_s": None, "log": "-"}
@@ -251,7 +256,8 @@ def judge(work: Path, meta: dict, fixed_pct: float | None) -> tuple[str, dict, i
     lines = [
         f"multi-GPU batch: labs {', '.join(meta['labs'])}, {n} submissions, {meta['cpus']} CPUs, "
         f"build slots {meta['jobs'] or 'the batch default'}, preset {meta['preset'] or 'default'}",
-        f"A: --gpus {meta['spec_a']}  = {label(meta['gpus_a'])}",
+        f"A: --gpus {meta['spec_a']}  = {label(meta['gpus_a'])}" if not today else
+        "A: no --gpus (the batch as before --gpus: unpinned, on the GPU CUDA_VISIBLE_DEVICES leaves)",
         f"B: --gpus {meta['spec_b']}  = {label(meta['gpus_b'])}",
         *([f"warm-up (--compile-only, not timed): {warm['wall_s']:.1f} s, exit {warm['rc']}"] if warm else []),
         "",
@@ -296,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--labs", nargs="+", default=["03", "06"], help="lab selectors (default: 03 06)")
     p.add_argument("--n", type=int, default=MIN_N, help=f"number of submissions (default {MIN_N})")
     p.add_argument("--gpus", default="all", help="run B's --gpus (default: all)")
-    p.add_argument("--single", help="run A's one GPU, nvidia-smi's index (default: the first of --gpus)")
+    p.add_argument("--single", help="run A's one GPU, nvidia-smi's index (default: the first of --gpus); "
+                   "'default': run A is a batch without --gpus, to check that pinning changes no score")
     p.add_argument("-j", "--jobs", type=int, help="build slots of both runs (default: the batch's own)")
     p.add_argument("--preset", help="CMake preset (default: the batch's: 'default' with a GPU)")
     p.add_argument("--sanitizer", help="the batch's --sanitizer (default: each lab.toml's)")

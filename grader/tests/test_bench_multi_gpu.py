@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import sys
 import tarfile
 import zipfile
@@ -249,3 +250,25 @@ def test_compare_mode_after_run_b_was_killed(tmp_path):
     data = json.loads((tmp_path / "multi-gpu.json").read_text())
     assert data["speed_up"] is None and "batch B exited not run (killed?) (-)" in data["failures"]
     assert "s1: no gradebook row in run B" in data["failures"]
+
+
+def test_compare_mode_against_a_batch_without_gpus(tmp_path):
+    """--single default (issue 13): run A is the batch without --gpus, which names no GPU index; the scores
+    must still match run B's pinned worker, and B's reports must still name their GPU."""
+    kinds = {"s1": {L03: "solution", L06: "solution"}, "s2": {L03: "solution", L06: "solution"}}
+    write_run(tmp_path / "gpus-1", {"s1": {"labs": two_labs()}, "s2": {"labs": two_labs()}})
+    write_run(tmp_path / "gpus-N", {"s1": {"gpu": "1", "labs": two_labs()}, "s2": {"gpu": "1", "labs": two_labs()}})
+    devs = [{"index": 1, "name": "NVIDIA H100", "uuid": UUIDS["1"]}]
+    meta = {"labs": [L03, L06], "n": 2, "kinds": kinds, "cpus": 32, "jobs": None, "preset": "default",
+            "gpus_a": [], "gpus_b": devs, "spec_a": "default", "spec_b": "all",
+            "runs": {"A": {"rc": 0, "wall_s": 40.0, "log": "a.log"}, "B": {"rc": 0, "wall_s": 41.0, "log": "b.log"}}}
+    (tmp_path / "devices.json").write_text(json.dumps(meta))
+    assert multi_gpu.main(["--compare", str(tmp_path)]) == 0
+    text = (tmp_path / "multi-gpu.txt").read_text()
+    assert "A: no --gpus" in text and "multi-GPU check: PASS" in text
+    # A score that differs between the unpinned and the pinned batch fails it.
+    changed = two_labs()
+    changed[0]["tasks"][0]["earned"] -= 1
+    shutil.rmtree(tmp_path / "gpus-N")
+    write_run(tmp_path / "gpus-N", {"s1": {"gpu": "1", "labs": changed}, "s2": {"gpu": "1", "labs": two_labs()}})
+    assert multi_gpu.main(["--compare", str(tmp_path)]) == 1
