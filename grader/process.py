@@ -200,6 +200,7 @@ class ProcessResult:
     stderr: str
     confinement: dict | None = None  # the supervisor's status line, when confined
     killed_for: str | None = None  # "timeout" or "memory": the supervisor stopped it
+    wrapped: bool = False  # ran under a wrapper (bubblewrap), which ends with 128 + N when its child died of N
 
     @property
     def out_of_memory(self) -> bool:
@@ -208,9 +209,13 @@ class ProcessResult:
     @property
     def signal(self) -> int | None:
         """The signal that ended the process (not counting our own kill on timeout)."""
-        if self.timed_out or self.returncode is None or self.returncode >= 0:
+        if self.timed_out or self.returncode is None:
             return None
-        return -self.returncode
+        if self.returncode < 0:
+            return -self.returncode
+        if self.wrapped and 128 < self.returncode <= 128 + 64:  # bubblewrap's init: the shell's convention
+            return self.returncode - 128
+        return None
 
     @property
     def signal_name(self) -> str:
@@ -373,4 +378,4 @@ def run(
             timed_out = killed_for == "timeout"
             returncode = None if timed_out else returncode
     return ProcessResult(args, returncode, timed_out, duration, readers[0].text(), readers[1].text(),
-                         confinement, killed_for)
+                         confinement, killed_for, wrapped=bool(wrapper))

@@ -253,6 +253,16 @@ def test_wrapper_is_put_in_front(tmp_path: Path) -> None:
     assert res.stdout.split() == ["wrapped", "inside"] and res.argv == ["echo", "inside"]
 
 
+def test_a_signal_through_the_wrapper_is_still_a_signal(tmp_path: Path) -> None:
+    """bubblewrap's init ends with 128 + N when the program died of signal N (as a shell does): the
+    student must still read "SIGSEGV", not "exit code 139"."""
+    wrapper = _script(tmp_path / "wrap", '"$@"; exit $?\n')  # not exec: the shell reports 128 + N
+    res = process.run(["sh", "-c", "kill -SEGV $$"], 5, wrapper=[wrapper])
+    assert res.returncode == 139 and res.signal == 11 and res.signal_name == "SIGSEGV"
+    plain = process.run(["sh", "-c", "exit 139"], 5)  # unwrapped, an exit code is an exit code
+    assert plain.returncode == 139 and plain.signal is None
+
+
 # --- results-file integrity -------------------------------------------------------------------------
 
 
