@@ -199,12 +199,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="no GPU needed: check that every mutant is well formed and still applies (make test runs this)")
     p.add_argument("--out", type=Path, default=None, help="where to grade them (default: build/mutants)")
-    p.add_argument("-j", "--jobs", type=int, help="parallel build slots (default: 4, at most the CPU count)")
+    p.add_argument("-j", "--jobs", type=int,
+                   help="parallel build slots (default: two more than the test binaries run at a time)")
     p.add_argument("--preset", help="CMake preset (default: 'default' with a GPU, 'ci' without)")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines from the batches")
     p.add_argument("--gpu-runs", type=int, default=3,
                    help="test binaries on the GPU at a time (default 3: correctness runs need no quiet GPU)")
+    p.add_argument("--gpus", metavar="all|0,1",
+                   help="grade on these GPUs (nvidia-smi's indices), each running --gpu-runs test binaries at a time")
 
     p = verbs.add_parser("report", help="render every report from a results.json")
     p.add_argument("--from", dest="source", type=Path, required=True, help="a results.json")
@@ -302,7 +305,7 @@ def dispatch(args: argparse.Namespace) -> Exit:
     if args.verb == "mutants":
         return commands.cmd_mutants(root, args.labs, check=args.check, out=args.out, jobs=args.jobs,
                                     preset=args.preset, timeout_s=args.timeout_s, quiet=args.quiet,
-                                    gpu_runs=args.gpu_runs)
+                                    gpu_runs=args.gpu_runs, gpus=args.gpus)
     if args.verb == "batch":
         from .batch import cmd_batch
 

@@ -305,12 +305,16 @@ def cmd_mutants(
     timeout_s: float | None = None,
     quiet: bool = False,
     gpu_runs: int = 3,
+    gpus: str | None = None,
     stdout: TextIO | None = None,
     batch: Callable[..., Exit] | None = None,
 ) -> Exit:
     """The mutation gate (grader/mutation.py). --check: every mutant well formed and applying (exit 1
     otherwise). Else grade them as batches: exit 0 when every lab caught >= 95 % of its bugs and kept
-    every correct alternative at full correctness points, 1 otherwise, 4 without a GPU."""
+    every correct alternative at full correctness points, 1 otherwise, 4 without a GPU. gpus: as batch
+    --gpus, every GPU running gpu_runs test binaries at a time; build slots default to two more than
+    the runs at a time (each slot compiles every lab's test objects once, so more cost more than they
+    save)."""
     from . import mutation
 
     stdout = stdout or sys.stdout
@@ -340,8 +344,18 @@ def cmd_mutants(
     # Several correctness runs share the GPU at a time, and a mutant that failed a test is caught already:
     # its run stops at that failure, nothing is re-run alone, and the sanitizer runs only where every
     # test passed. A correct alternative and the reference pass, so they run everything.
+    devices = None
+    if gpus is not None:
+        from .batch_gpus import parse_gpus
+
+        devices = parse_gpus(gpus)
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, gpu_runs * len(devices or [None]) + 2)
+    # No similarity report: every mutant is a copy of the reference by design.
     options = dict(force=True, jobs=jobs, preset=preset, timeout_s=timeout_s, quiet=quiet, perf=False,
-                   gpu_runs=gpu_runs, sanitize_failing=False, stop_at_first_failure=True)
+                   gpu_runs=gpu_runs, sanitize_failing=False, stop_at_first_failure=True, similarity=False)
+    if devices is not None:
+        options["gpus"] = devices
     runs = mutation.run_mutants(root, labs, out, stdout=stdout, batch=batch, **options)
     text = mutation.format_runs(runs)
     (out / "mutation.txt").write_text(text + "\n")

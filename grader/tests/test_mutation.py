@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -167,9 +168,26 @@ def test_a_lab_at_the_goal_is_ok_and_the_verb_says_so(tmp_path):
     options = calls[0][3]
     assert options["perf"] is False and options["gpu_runs"] == 3 and options["force"] is True
     assert options["stop_at_first_failure"] is True and options["sanitize_failing"] is False
+    assert options["jobs"] == min(os.cpu_count() or 1, 5) and "gpus" not in options  # 3 runs + 2 slots ahead
+    assert options["similarity"] is False  # every mutant is a copy of the reference
     assert (tmp_path / "o" / "mutation.txt").read_text().splitlines()[2].split()[1:3] == ["1/1", "100%"]
     data = json.loads((tmp_path / "o" / "mutation.json").read_text())
     assert data[0]["ok"] and data[0]["caught"] == 1
+
+
+def test_the_gate_spreads_over_the_gpus_it_is_given(tmp_path, monkeypatch):
+    from grader.environment import GpuDevice
+
+    lab = _lab(tmp_path)
+    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
+    devices = [GpuDevice(0, "NVIDIA H100", "GPU-a"), GpuDevice(1, "NVIDIA H100", "GPU-b")]
+    monkeypatch.setattr("grader.batch_gpus.parse_gpus", lambda spec: devices if spec == "all" else None)
+    monkeypatch.setattr(os, "cpu_count", lambda: 32)
+    batch, calls = _fake_batch({mutation.REFERENCE_ID: _results(lab.name, {"one-per-thread": 10.0}),
+                                "bug-caught": _results(lab.name, {"one-per-thread": 0.0})})
+    commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=io.StringIO(), batch=batch, gpus="all", gpu_runs=3)
+    options = calls[0][3]
+    assert options["gpus"] == devices and options["gpu_runs"] == 3 and options["jobs"] == 8  # 2 GPUs x 3 runs + 2
 
 
 def test_an_ungraded_reference_fails_the_lab(tmp_path):
