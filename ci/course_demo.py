@@ -63,11 +63,16 @@ def iso(t: datetime) -> str:
 
 def partial(skeleton: str) -> str:
     """The skeleton with its first two TODOs done (the kernel and its launch), the rest left as handed out."""
-    done = skeleton.replace(
-        "  // TODO(student): global index of this thread; add one element if it is inside the array (about 2 lines).\n",
-        "  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;\n"
-        "  if (i < n) c[i] = a[i] + b[i];\n", 1)
-    assert done != skeleton, "the skeleton's first TODO moved: update ci/course_demo.py"
+    done = skeleton
+    for todo, code in (
+        ("  // TODO(student): global index of this thread; add one element if it is inside the array (about 2 lines).\n",
+         "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) c[i] = a[i] + b[i];\n"),
+        ("  // TODO(student): launch vector_add_kernel with enough blocks of kBlock threads to cover n, then\n"
+         "  //                check the launch with CUDA_CHECK_LAST() (about 3 lines).\n",
+         "  vector_add_kernel<<<(n + kBlock - 1) / kBlock, kBlock>>>(d_a, d_b, d_c, n);\n  CUDA_CHECK_LAST();\n"),
+    ):
+        assert todo in done, "the skeleton's first TODOs moved: update ci/course_demo.py"
+        done = done.replace(todo, code, 1)
     return done
 
 
