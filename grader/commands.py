@@ -388,7 +388,7 @@ def cmd_release(
     progress: Progress | None = None,
 ) -> Exit:
     """Write the student copy into out, then prove it configures, builds and grades (grader/release.py)."""
-    from . import release
+    from . import release, release_verify
 
     stdout = stdout or sys.stdout
     progress = progress or Progress()
@@ -408,7 +408,7 @@ def cmd_release(
     if not verify:
         stdout.write("not verified (--no-verify): run `make grade` in the copy before handing it out\n")
         return Exit.OK
-    v = release.verify(made.out, preset, jobs, source_root=root, keep=keep, step=progress.step)
+    v = release_verify.verify(made.out, preset, jobs, source_root=root, keep=keep, step=progress.step)
     if v.ok:
         note = release.release_note(made.commit, v.summary())
         (made.out / release.MARKER).write_text(note, encoding="utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, release, release_names
+from grader import cli, release, release_names, release_verify
 from grader.errors import Exit
 from grader.labs import discover
 from grader.release import ReleaseError, check_tree, dangling_links, make_release, plan, strip_hidden
@@ -337,8 +337,8 @@ def released(tmp_path: Path) -> Path:
 
 def test_verify_passes_with_exit_4_and_every_report(released: Path, monkeypatch) -> None:
     calls, run = _fake_commands()
-    monkeypatch.setattr(release, "_run_logged", run)
-    v = release.verify(released, preset="ci", jobs=1)
+    monkeypatch.setattr(release_verify, "_run_logged", run)
+    v = release_verify.verify(released, preset="ci", jobs=1)
     assert v.ok and v.stage == "done" and v.exit_code == 4 and v.built == 1 and v.scratch is None, v.problems
     assert calls[0][-4:] == ["--preset", "ci", "-j", "1"] and "grade" in calls[1]
     assert "exit 4: no GPU here" in v.summary()
@@ -346,14 +346,14 @@ def test_verify_passes_with_exit_4_and_every_report(released: Path, monkeypatch)
 
 def test_verify_fails_on_missing_reports_and_extra_binaries(released: Path, monkeypatch) -> None:
     _, run = _fake_commands(reports_ok=False, targets=("lab01_student", "lab01_solution"))
-    monkeypatch.setattr(release, "_run_logged", run)
-    v = release.verify(released, preset="ci")
+    monkeypatch.setattr(release_verify, "_run_logged", run)
+    v = release_verify.verify(released, preset="ci")
     assert not v.ok and v.stage == "build" and "lab01_solution was built" in "\n".join(v.problems)
     assert v.scratch is not None and v.scratch.is_dir()
     shutil.rmtree(v.scratch)
     _, run = _fake_commands(reports_ok=False, grade_code=3)
-    monkeypatch.setattr(release, "_run_logged", run)
-    v = release.verify(released, preset="ci")
+    monkeypatch.setattr(release_verify, "_run_logged", run)
+    v = release_verify.verify(released, preset="ci")
     assert not v.ok and v.stage == "grade" and v.exit_code == 3
     assert any("did not write junit.xml" in p for p in v.problems)
     shutil.rmtree(v.scratch)
@@ -362,8 +362,8 @@ def test_verify_fails_on_missing_reports_and_extra_binaries(released: Path, monk
 def test_verify_stops_at_a_name_the_release_does_not_have(released: Path, monkeypatch) -> None:
     (released / "labs/01-add/README.md").write_text("# Lab 01\nCompare with `make demo`.\n")
     calls, run = _fake_commands()
-    monkeypatch.setattr(release, "_run_logged", run)
-    v = release.verify(released, preset="ci")
+    monkeypatch.setattr(release_verify, "_run_logged", run)
+    v = release_verify.verify(released, preset="ci")
     assert not v.ok and v.stage == "tree" and calls == []
     assert any(p.startswith("labs/01-add/README.md:2 names make demo") for p in v.problems)
     shutil.rmtree(v.scratch)
@@ -372,8 +372,8 @@ def test_verify_stops_at_a_name_the_release_does_not_have(released: Path, monkey
 def test_verify_stops_at_a_leak(released: Path, monkeypatch) -> None:
     (released / "solutions").mkdir()
     calls, run = _fake_commands()
-    monkeypatch.setattr(release, "_run_logged", run)
-    v = release.verify(released, preset="ci")
+    monkeypatch.setattr(release_verify, "_run_logged", run)
+    v = release_verify.verify(released, preset="ci")
     assert not v.ok and v.stage == "tree" and calls == []
     shutil.rmtree(v.scratch)
 
@@ -393,7 +393,7 @@ def test_cli_release_no_verify(tmp_path: Path, capsys) -> None:
 def test_cli_release_reports_a_failed_verification(tmp_path: Path, monkeypatch, capsys) -> None:
     repo = fake_repo(tmp_path / "repo", git=False)
     _, run = _fake_commands(grade_code=3)
-    monkeypatch.setattr(release, "_run_logged", run)
+    monkeypatch.setattr(release_verify, "_run_logged", run)
     assert cli.main(["--root", str(repo), "release", "--out", str(tmp_path / "out"), "--preset", "ci"]) == Exit.BUILD
     text = capsys.readouterr().out
     assert "release verification FAILED" in text and "the grade exited 3" in text
