@@ -286,10 +286,15 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
     timeout = float(lab.sanitizer.get("timeout_s", 0) or 0) or (
         3 * ctx.options.timeout_s if ctx.options.timeout_s else lab.timeout_s)
     out = []
+    hung: str | None = None  # a tool that ran out of time: the others would run the same kernels as long
     for tool in tools:
         stop = ctx.stopped()
         if stop is not None:
             out += not_run([tool], stop.test_message, stop.category, label)
+            continue
+        if hung is not None:
+            out += not_run([tool], f"not run: compute-sanitizer {hung} did not finish in time, and {tool} would "
+                           "run the same kernels under a tool at least as slow", Category.TIMEOUT, label)
             continue
         ctx.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
         run = run_tool(tool_path, tool, graded.bin_dir / graded.target, timeout, env=ctx.options.env,
@@ -299,6 +304,8 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
             + (f" ({len(run.findings)} distinct finding(s))" if run.findings else "")
         )
         out.append(run.result)
+        if run.result.category is Category.TIMEOUT:
+            hung = tool
         if run.result.status is not Status.PASSED:
             ctx.after_fault(f"compute-sanitizer {tool}")
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import shlex
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -218,6 +219,22 @@ def test_stage_runs_each_tool(lab_root: Path, builder: FakeBuilder, tmp_path: Pa
     assert race.status is Status.FAILED and race.category is Category.SANITIZER
     assert "intra_warp_race_kernel" in race.message and "__syncthreads()" in race.hint
     assert lab.passed == 5  # the correctness tests are untouched
+
+
+def test_after_a_tool_runs_out_of_time_the_others_are_not_run(lab_root: Path, builder: FakeBuilder, tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """A kernel that hangs under one tool (a spin-wait that needs blocks to run side by side, say) hangs
+    under the next as well: one timeout, not three."""
+    slow = _tool(tmp_path / "cs-slow", None, 0, sleep=5)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: slow)
+    options = RunOptions(sanitizer_tools=["memcheck", "racecheck", "synccheck"], timeout_s=0.3)
+    start = time.monotonic()
+    lab = run_labs(lab_root, discover(lab_root), builder, GPU, options, Progress(stream=io.StringIO())).labs[0]
+    tools = {t.name: t for t in lab.tests if t.name.startswith("sanitizer.")}
+    assert tools["sanitizer.memcheck"].category is Category.TIMEOUT
+    for name in ("sanitizer.racecheck", "sanitizer.synccheck"):
+        assert tools[name].status is Status.NOT_RUN and "memcheck did not finish in time" in tools[name].message
+    assert time.monotonic() - start < 4.5  # one slow tool, not three
 
 
 def test_stage_without_the_tool_or_gpu_is_skipped_with_the_reason(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
