@@ -268,10 +268,15 @@ def judge(work: Path, meta: dict, fixed_pct: float | None) -> tuple[str, dict, i
         sph = f"{r['students_per_hour']:.0f}" if r["students_per_hour"] else "-"
         steady = f"{r['steady_s_per_student']:.2f}" if r["steady_s_per_student"] else "-"
         wall = f"{r['wall_s']:.1f}s" if r["wall_s"] else "-"
-        lines.append(f"{name:<6}{len(devs):>5}{wall:>10}{sph:>12}{steady:>18}  "
+        count = "1" if name == "A" and today else str(len(devs))  # unpinned: the one GPU the runtime picks
+        lines.append(f"{name:<6}{count:>5}{wall:>10}{sph:>12}{steady:>18}  "
                      + (", ".join(f"GPU {g}: {c}" for g, c in r["graded_per_gpu"].items()) or "-"))
+    if today:  # the same GPU both times: what pinning costs, not a speed-up
+        pace = f"wall B / wall A: {1 / speed_up:.2f} (one GPU both times)" if speed_up else "wall B / wall A: -"
+    else:
+        pace = f"speed-up B over A: {speed_up:.2f}x on {len(meta['gpus_b'])} GPUs" if speed_up else "speed-up: -"
     lines += [
-        f"speed-up B over A: {speed_up:.2f}x on {len(meta['gpus_b'])} GPUs" if speed_up else "speed-up: -",
+        pace,
         "",
         f"perf tolerance: {tol}",
         "reference spread between the runs (largest first): "

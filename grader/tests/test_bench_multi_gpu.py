@@ -266,6 +266,7 @@ def test_compare_mode_against_a_batch_without_gpus(tmp_path):
     assert multi_gpu.main(["--compare", str(tmp_path)]) == 0
     text = (tmp_path / "multi-gpu.txt").read_text()
     assert "A: no --gpus" in text and "multi-GPU check: PASS" in text
+    assert "wall B / wall A: 1.03 (one GPU both times)" in text and "speed-up" not in text  # 41 s / 40 s
     # A score that differs between the unpinned and the pinned batch fails it.
     changed = two_labs()
     changed[0]["tasks"][0]["earned"] -= 1
