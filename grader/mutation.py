@@ -192,10 +192,27 @@ def correctness(results: dict[str, Any], lab: str) -> tuple[float, float, list[s
     return None
 
 
+def ungraded(results: dict[str, Any], lab: str) -> str:
+    """Why the lab's tests could not decide anything ('' when they could): no GPU, or a GPU that stopped
+    working. Points lost then say nothing about the mutant, so it is neither caught nor missed."""
+    if (results.get("run") or {}).get("gpu_available") is False:
+        return "not graded (no GPU)"
+    for entry in results.get("labs", []):
+        if entry.get("name") == lab:
+            texts = [t.get("message") or "" for t in entry.get("tests", [])] + list(entry.get("messages", []))
+            if any("GPU unhealthy" in text for text in texts):
+                return "not graded (GPU unhealthy)"
+    return ""
+
+
 def judge(mutant: Mutant, results: dict[str, Any] | None) -> Verdict:
     v = Verdict(mutant.name, mutant.kind, mutant.task, mutant.what, "not graded")
     got = correctness(results, mutant.lab) if results else None
     if got is None:
+        return v
+    why = ungraded(results, mutant.lab) if results else ""
+    if why:
+        v.status = why
         return v
     earned, points, failed, compiled = got
     v.correctness_earned, v.correctness_points, v.failed = earned, points, failed[:5]
@@ -249,6 +266,8 @@ def judge_lab(lab: Lab, mutants: list[Mutant], batch_out: Path) -> LabRun:
     reference = load_results(batch_out / REFERENCE_ID / "results.json")
     got = correctness(reference, lab.name) if reference else None
     ref = "not graded" if got is None else ("full" if got[0] >= got[1] - 1e-6 else f"{got[0]:g}/{got[1]:g}")
+    if got is not None and ungraded(reference, lab.name):
+        ref = ungraded(reference, lab.name)
     run = LabRun(lab.name, ref)
     run.verdicts = [judge(m, load_results(batch_out / m.student / "results.json")) for m in mutants]
     return run

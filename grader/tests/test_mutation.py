@@ -190,6 +190,23 @@ def test_the_gate_spreads_over_the_gpus_it_is_given(tmp_path, monkeypatch):
     assert options["gpus"] == devices and options["gpu_runs"] == 3 and options["jobs"] == 8  # 2 GPUs x 3 runs + 2
 
 
+def test_points_lost_without_a_working_gpu_catch_nothing(tmp_path):
+    """With no GPU (or one that stopped working mid-gate) every test is skipped or not run: the points a
+    mutant then lacks say nothing, so it is neither caught nor missed, and the lab is not at its goal."""
+    lab = _lab(tmp_path)
+    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
+    _write(lab, "sick", "# kind: bug\n# task: one-per-thread\n# what: b\n")
+    no_gpu = _results(lab.name, {"one-per-thread": 0.0})
+    no_gpu["run"] = {"gpu_available": False}
+    sick = _results(lab.name, {"one-per-thread": 0.0})
+    sick["labs"][0]["tests"][0].update(status="not_run", message="not graded: GPU unhealthy after S.x (probe: 999)")
+    batch, _ = _fake_batch({mutation.REFERENCE_ID: no_gpu, "bug-caught": no_gpu, "bug-sick": sick})
+    (run,) = mutation.run_mutants(tmp_path, [lab], tmp_path / "o", stdout=io.StringIO(), batch=batch)
+    status = {v.mutant: v.status for v in run.verdicts}
+    assert status == {"caught": "not graded (no GPU)", "sick": "not graded (GPU unhealthy)"}
+    assert run.reference == "not graded (no GPU)" and run.caught == 0 and not run.ok
+
+
 def test_an_ungraded_reference_fails_the_lab(tmp_path):
     lab = _lab(tmp_path)
     _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
