@@ -210,7 +210,7 @@ def judge(mutant: Mutant, results: dict[str, Any] | None) -> Verdict:
     got = correctness(results, mutant.lab) if results else None
     if got is None:
         return v
-    why = ungraded(results, mutant.lab) if results else ""
+    why = ungraded(results, mutant.lab)  # results is there: got came from it
     if why:
         v.status = why
         return v
@@ -265,9 +265,8 @@ def load_results(path: Path) -> dict[str, Any] | None:
 def judge_lab(lab: Lab, mutants: list[Mutant], batch_out: Path) -> LabRun:
     reference = load_results(batch_out / REFERENCE_ID / "results.json")
     got = correctness(reference, lab.name) if reference else None
-    ref = "not graded" if got is None else ("full" if got[0] >= got[1] - 1e-6 else f"{got[0]:g}/{got[1]:g}")
-    if got is not None and ungraded(reference, lab.name):
-        ref = ungraded(reference, lab.name)
+    why = ungraded(reference, lab.name) if got is not None else ""
+    ref = "not graded" if got is None else why or ("full" if got[0] >= got[1] - 1e-6 else f"{got[0]:g}/{got[1]:g}")
     run = LabRun(lab.name, ref)
     run.verdicts = [judge(m, load_results(batch_out / m.student / "results.json")) for m in mutants]
     return run
