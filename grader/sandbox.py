@@ -293,8 +293,8 @@ def bwrap_prefix(bwrap: str, writable: Path, keep: Sequence[Path | str] = ()) ->
         cmd += ["--tmpfs", private]
     back: list[str] = []
     for path in sorted({os.path.realpath(k) for k in keep}):
-        inside = [pr for pr in PRIVATE if path.startswith(pr + "/")]
-        if inside and os.path.exists(path) and not any(path.startswith(b + "/") for b in back):
+        under_private = any(path.startswith(pr + "/") for pr in PRIVATE)
+        if under_private and os.path.exists(path) and not any(path.startswith(b + "/") for b in back):
             back.append(path)
     for path in back:  # before the writable folder, which may lie inside one of them
         cmd += ["--ro-bind", path, path]
