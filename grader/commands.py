@@ -349,14 +349,21 @@ def cmd_mutants(
         from .batch_gpus import parse_gpus
 
         devices = parse_gpus(gpus)
-    if jobs is None:
-        jobs = min(os.cpu_count() or 1, gpu_runs * len(devices or [None]) + 2)
     # No similarity report: every mutant is a copy of the reference by design.
-    options = dict(force=True, jobs=jobs, preset=preset, timeout_s=timeout_s, quiet=quiet, perf=False,
+    options = dict(force=True, preset=preset, timeout_s=timeout_s, quiet=quiet, perf=False,
                    gpu_runs=gpu_runs, sanitize_failing=False, stop_at_first_failure=True, similarity=False)
-    if devices is not None:
-        options["gpus"] = devices
-    runs = mutation.run_mutants(root, labs, out, stdout=stdout, batch=batch, **options)
+    cores = os.cpu_count() or 1
+    if devices is not None and len(devices) > 1 and len(labs) > 1:
+        # One lane per GPU, labs spread over them: a lab's batch ends with its slowest runs (the
+        # reference under racecheck, a hang's timeout), which one lab at a time would wait out on
+        # every GPU. Each lane has its own work folder (a pristine build and slots of its own).
+        per_lane = max(1, (jobs or min(cores, gpu_runs * len(devices) + 2 * len(devices))) // len(devices))
+        lanes = [dict(gpus=[d], jobs=per_lane, work_dir=out / "lanes" / f"gpu{d.index}") for d in devices]
+    else:
+        lanes = [dict(jobs=jobs or min(cores, gpu_runs * len(devices or [None]) + 2))]
+        if devices is not None:
+            lanes[0]["gpus"] = devices
+    runs = mutation.run_mutants(root, labs, out, stdout=stdout, batch=batch, lanes=lanes, **options)
     text = mutation.format_runs(runs)
     (out / "mutation.txt").write_text(text + "\n")
     mutation.write_json(runs, out / "mutation.json")

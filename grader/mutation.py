@@ -23,9 +23,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Sequence, TextIO
 
 from .labs import Lab
 from .patching import PatchError, apply_patch
@@ -304,21 +306,74 @@ def write_json(runs: list[LabRun], path: Path) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def run_mutants(root: Path, labs: list[Lab], out: Path, *, stdout: TextIO, batch: Any, **batch_options: Any) -> list[LabRun]:
+def lab_cost(lab: Lab, mutants: int) -> float:
+    """A rough price for grading one lab's mutants: every mutant and the reference is a run, and where
+    racecheck is among the lab's sanitizer tools the runs that pass (reference, alternatives, racy
+    bugs) take several times longer under it."""
+    tools = lab.sanitizer.get("tools", ()) if isinstance(lab.sanitizer, dict) else ()
+    return (mutants + 1) * (3.0 if "racecheck" in tools else 1.0)
+
+
+def plan_lanes(labs: list[Lab], costs: dict[str, float], lanes: int) -> list[list[Lab]]:
+    """Labs spread over lanes (one per GPU), dearest first onto the lane with the least so far, each
+    lane's labs then in lab order: the whole gate ends about when its dearest lab does."""
+    groups: list[list[Lab]] = [[] for _ in range(max(1, lanes))]
+    load = [0.0] * len(groups)
+    for lab in sorted(labs, key=lambda lab: (-costs[lab.name], lab.name)):
+        i = min(range(len(groups)), key=lambda k: (load[k], k))
+        groups[i].append(lab)
+        load[i] += costs[lab.name]
+    return [sorted(g, key=lambda lab: lab.name) for g in groups if g]
+
+
+def run_mutants(root: Path, labs: list[Lab], out: Path, *, stdout: TextIO, batch: Any,
+                lanes: Sequence[dict[str, Any]] | None = None, **batch_options: Any) -> list[LabRun]:
     """Grade each lab's mutants beside its reference with batch (grader.batch.run_batch, or a stand-in
-    in tests) into out/NN-slug/, and judge them."""
-    runs: list[LabRun] = []
+    in tests) into out/NN-slug/, and judge them. lanes: batch options per lane (a GPU, its own work
+    folder and build slots); with more than one, the labs are spread over them (plan_lanes) and the
+    lanes grade side by side, each lab by lab."""
+    suites = {lab.name: load_mutants(lab) for lab in labs}
     for lab in labs:
-        mutants = load_mutants(lab)
-        if not mutants:
+        if not suites[lab.name]:
             stdout.write(f"{lab.name}: no mutants (solutions/{lab.name}/mutants/)\n")
-            continue
+    graded = [lab for lab in labs if suites[lab.name]]
+    order = {lab.name: i for i, lab in enumerate(graded)}
+    done: dict[str, LabRun] = {}
+    lock = threading.Lock()
+
+    def grade(lab: Lab, options: dict[str, Any]) -> None:
+        mutants = suites[lab.name]
         subs = out / lab.name / "submissions"
         write_submissions(lab, mutants, subs)
-        stdout.write(f"{lab.name}: grading {len(mutants)} mutant(s) and the reference\n")
-        stdout.flush()
-        batch(root, subs, out / lab.name / "graded", [lab.name], **batch_options)
-        runs.append(judge_lab(lab, mutants, out / lab.name / "graded"))
-        # The labs so far, for whoever watches a long run (the whole table comes at the end).
-        (out / "mutation.partial.txt").write_text(format_runs(runs) + "\n")
-    return runs
+        with lock:
+            where = f" on GPU {options['gpus'][0].index}" if len(options.get("gpus") or ()) == 1 else ""
+            stdout.write(f"{lab.name}: grading {len(mutants)} mutant(s) and the reference{where}\n")
+            stdout.flush()
+        batch(root, subs, out / lab.name / "graded", [lab.name], **options)
+        run = judge_lab(lab, mutants, out / lab.name / "graded")
+        with lock:
+            done[lab.name] = run
+            # The labs so far, for whoever watches a long run (the whole table comes at the end).
+            so_far = sorted(done.values(), key=lambda r: order[r.lab])
+            (out / "mutation.partial.txt").write_text(format_runs(so_far) + "\n")
+
+    lanes = list(lanes or [{}])
+    if len(lanes) == 1 or len(graded) <= 1:
+        for lab in graded:
+            grade(lab, {**batch_options, **lanes[0]})
+    else:
+        costs = {lab.name: lab_cost(lab, len(suites[lab.name])) for lab in graded}
+        groups = plan_lanes(graded, costs, len(lanes))
+        for lane, group in zip(lanes, groups):
+            stdout.write(f"lane {', '.join(str(d.index) for d in lane.get('gpus') or ()) or '-'}: "
+                         f"{' '.join(lab.name for lab in group)}\n")
+
+        def run_lane(lane: dict[str, Any], group: list[Lab]) -> None:
+            for lab in group:
+                grade(lab, {**batch_options, **lane})
+
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            futures = [pool.submit(run_lane, lane, group) for lane, group in zip(lanes, groups)]
+            for future in futures:
+                future.result()  # a lane's error ends the gate, as it would have one lab at a time
+    return [done[lab.name] for lab in graded if lab.name in done]

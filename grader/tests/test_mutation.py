@@ -230,3 +230,61 @@ def test_check_mode_exit_codes(tmp_path):
     out = io.StringIO()
     assert commands.cmd_mutants(tmp_path, [], check=True, stdout=out) == Exit.TEST_FAILURES
     assert "a lab needs at least 12" in out.getvalue()
+
+
+def _two_labs(tmp_path: Path):
+    """Labs 03 and 06 (lab.toml, contract, solution and their real mutant suites): a tree to spread."""
+    import shutil
+
+    for lab in discover(ROOT):
+        if lab.name in ("03-vector-add", "06-reduce"):
+            shutil.copytree(lab.path, tmp_path / "labs" / lab.name)
+            shutil.copytree(lab.solution_dir, tmp_path / "solutions" / lab.name)
+    return sorted(discover(tmp_path), key=lambda lab: lab.name)
+
+
+def test_labs_spread_over_lanes_dearest_first():
+    from types import SimpleNamespace as NS
+
+    labs = [NS(name=n) for n in ("01", "02", "07", "08", "11")]
+    costs = {"01": 26, "02": 25, "07": 34, "08": 96, "11": 99}
+    groups = mutation.plan_lanes(labs, costs, 2)
+    assert [[lab.name for lab in g] for g in groups] == [["01", "02", "11"], ["07", "08"]]
+    assert [[lab.name for lab in g] for g in mutation.plan_lanes(labs, costs, 9)] == [["11"], ["08"], ["07"], ["01"], ["02"]]
+    lab08 = NS(sanitizer={"tools": ["memcheck", "racecheck"]})
+    assert mutation.lab_cost(lab08, 31) == 96 and mutation.lab_cost(NS(sanitizer={}), 24) == 25
+
+
+def test_with_several_gpus_the_gate_grades_labs_side_by_side(tmp_path, monkeypatch):
+    """--gpus with two GPUs and two labs: one lane per GPU, each pinned to its GPU with a work folder and
+    build slots of its own, the two labs graded at once; the table still lists them in lab order."""
+    import threading
+
+    from grader.environment import GpuDevice
+
+    labs = _two_labs(tmp_path)
+    devices = [GpuDevice(0, "NVIDIA H100", "GPU-a"), GpuDevice(1, "NVIDIA H100", "GPU-b")]
+    monkeypatch.setattr("grader.batch_gpus.parse_gpus", lambda spec: devices)
+    monkeypatch.setattr(os, "cpu_count", lambda: 32)
+    both_running = threading.Barrier(2, timeout=10)  # fails unless the two batches overlap
+    calls = []
+
+    def batch(root, subs, out, selectors, **options):
+        calls.append((selectors[0], options))
+        both_running.wait()
+        full = {t.id: 10.0 for t in next(lab for lab in labs if lab.name == selectors[0]).tasks}
+        for student in (p.name for p in Path(subs).iterdir()):
+            (Path(out) / student).mkdir(parents=True, exist_ok=True)
+            (Path(out) / student / "results.json").write_text(json.dumps(_results(selectors[0], full)))
+        return Exit.OK
+
+    out = io.StringIO()
+    commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=out, batch=batch, gpus="0,1", gpu_runs=3)
+    lanes = {lab: (o["gpus"], o["jobs"], o["work_dir"]) for lab, o in calls}
+    assert sorted(lanes) == ["03-vector-add", "06-reduce"]
+    assert {len(g) for g, _, _ in lanes.values()} == {1} and {g[0].index for g, _, _ in lanes.values()} == {0, 1}
+    assert {j for _, j, _ in lanes.values()} == {5}  # 3 runs + 2 slots ahead, per GPU
+    assert len({w for _, _, w in lanes.values()}) == 2  # separate pristine builds: no lock between them
+    table = (tmp_path / "o" / "mutation.txt").read_text().splitlines()
+    assert [ln.split()[0] for ln in table[2:4]] == ["03-vector-add", "06-reduce"]
+    assert "on GPU 0" in out.getvalue() and "on GPU 1" in out.getvalue()
