@@ -9,6 +9,7 @@ template. It informs, it never changes a grade: the page says so.
 
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -18,15 +19,42 @@ if TYPE_CHECKING:
     from grader.similarity import Pair, SimilarityReport
 
 _CONTEXT_LINES = 4  # unmatched lines kept around each match when a long file is folded
-_FOLD_AT = 400  # a file longer than this many lines shows only its matches and their context
+_FOLD_AT = 400
+_COMMENT_LINE = ("//", "/*", "*")  # a file longer than this many lines shows only its matches and their context
+
+
+def line_ranges(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """copydetect's ranges widened to whole lines, then each line's code alone (no indentation, no
+    blank line, no line of comment alone): copydetect maps its matches from the tokenized text back to the file only to within
+    a few characters, so a range can start or end inside a word. Lines read as a reviewer reads code."""
+    touched: set[int] = set()
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    for start, end in ranges:
+        start, end = max(0, start), min(end, len(text))
+        if end <= start:
+            continue
+        first = bisect.bisect_right(starts, start) - 1
+        last = bisect.bisect_right(starts, end - 1) - 1
+        touched.update(range(first, last + 1))
+    out: list[tuple[int, int]] = []
+    for n in sorted(touched):
+        begin = starts[n]
+        stop = starts[n + 1] - 1 if n + 1 < len(starts) else len(text)
+        line = text[begin:stop]
+        code = line.strip()
+        if code and not code.startswith(_COMMENT_LINE):  # copydetect compares no comment
+            lead = len(line) - len(line.lstrip())
+            out.append((begin + lead, begin + lead + len(code)))
+    return out
 
 
 def segments(text: str, ranges: list[tuple[int, int]]) -> list[dict[str, Any]]:
-    """The text as pieces, each {"text", "hl"}: hl where the other file has the same code. Long
-    unmatched stretches of a long file fold to '…' lines (the full file is the student's own report)."""
+    """The text as pieces, each {"text", "hl"}: hl on the code of every line where the other file has
+    the same code (line_ranges). Long unmatched stretches of a long file fold to '…' lines (the full
+    file is the student's own report)."""
     pieces: list[dict[str, Any]] = []
     at = 0
-    for start, end in ranges:
+    for start, end in line_ranges(text, ranges):
         start, end = max(start, at), min(end, len(text))
         if start > at:
             pieces.append({"text": text[at:start], "hl": False})

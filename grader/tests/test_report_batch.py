@@ -135,7 +135,13 @@ def test_histogram_with_mean_and_median(outcomes: list[StudentOutcome]) -> None:
     assert dist["n"] == 3 and dist["left_out"] == 2 and dist["unit"] == "points"
     assert dist["median"] == f"{scores[1]:.1f}".removesuffix(".0")
     assert f"mean {dist['mean']}" in html and f"median {dist['median']}" in html
-    assert "2 submissions without a score (broken) are not in the chart" in html
+    assert "2 submissions without a score (2 broken) are not in the chart" in html
+
+
+def test_the_chart_says_why_rows_have_no_score(outcomes: list[StudentOutcome]) -> None:
+    """A roster's missing student has no score either: the caption names each reason with its count."""
+    html = render_class_summary([*outcomes, StudentOutcome("eve", None, missing=True)])
+    assert "3 submissions without a score (2 broken, 1 missing) are not in the chart" in html
 
 
 def test_pass_rates_sorted_ascending_per_lab(outcomes: list[StudentOutcome]) -> None:

@@ -205,10 +205,14 @@ def test_usage_errors(tmp_path: Path, capsys) -> None:
 def test_segments_cover_the_text_in_order() -> None:
     from grader.report.similarity import segments
 
-    text = "abcdefghij"
-    pieces = segments(text, [(2, 4), (3, 6), (8, 20)])
+    text = "int a;\n  int b = a;\n\n  // why\n  return b;\nint c;\n"
+    # copydetect's ranges land inside words ("nt b = a;\n\n  re"): whole lines are marked, without
+    # their indentation; a blank line or a comment alone is not
+    start = text.index("nt b")
+    pieces = segments(text, [(start, text.index("turn")), (text.index("c;"), 200)])
     assert "".join(p["text"] for p in pieces) == text
-    assert [p["text"] for p in pieces if p["hl"]] == ["cd", "ef", "ij"]
+    assert [p["text"] for p in pieces if p["hl"]] == ["int b = a;", "return b;", "int c;"]
+    assert segments(text, []) == [{"text": text, "hl": False}]
     long = "\n".join(f"line {i}" for i in range(1000))
     folded = segments(long, [(long.index("line 500"), long.index("line 501"))])
     assert any("lines …" in p["text"] for p in folded) and any(p["hl"] and "line 500" in p["text"] for p in folded)
