@@ -371,6 +371,22 @@ def read_object(path: Path) -> ObjectFile:
     return ObjectFile(path, sections, symbols, relocations, instructions)
 
 
+_RUNPATH = re.compile(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]")
+
+
+def library_paths(binary: Path) -> list[Path]:
+    """The folders an executable's RUNPATH or RPATH names ($ORIGIN expanded): where the loader finds
+    its own shared libraries (a lab's code library beside the build's bin/)."""
+    text = _run([_tool("readelf"), "-d", "-W", str(binary)], f"readelf -d {binary.name}")
+    origin = str(Path(binary).resolve().parent)
+    out: list[Path] = []
+    for match in _RUNPATH.finditer(text):
+        for part in match.group(1).split(":"):
+            if part:
+                out.append(Path(part.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)))
+    return out
+
+
 def demangle(names: Iterable[str]) -> dict[str, str]:
     """Mangled name -> C++ name (c++filt); names it cannot demangle map to themselves."""
     names = list(dict.fromkeys(names))

@@ -16,6 +16,7 @@ next run may start.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import shutil
 import sys
@@ -110,6 +111,27 @@ class RunPolicy:
 DEFAULT_POLICY = RunPolicy()
 
 
+def library_dirs(binary: Path | str) -> list[Path]:
+    """Where the binary's own shared libraries live (its RUNPATH): a sandboxed run must see them too.
+    Read once per build of the binary; without binutils, the build's lib/ beside its bin/."""
+    path = Path(binary).resolve()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return []
+    return list(_library_dirs(str(path), stamp))
+
+
+@functools.lru_cache(maxsize=256)
+def _library_dirs(path: str, stamp: int) -> tuple[Path, ...]:
+    from .elf import ElfError, library_paths
+
+    try:
+        return tuple(library_paths(Path(path)))
+    except ElfError:
+        return (Path(path).parent.parent / "lib",)
+
+
 def list_tests(binary: Path, timeout_s: float = LIST_TIMEOUT_S, env: Mapping[str, str] | None = None) -> list[str]:
     """--gtest_list_tests of a binary the instructor built (the reference, or the student's: listing runs
     no code of the student's file, which may have no static initializers)."""
@@ -162,7 +184,8 @@ def launch(
                            f"--gtest_output=json:{report.path}", "--gtest_color=no", *args]
         grader_env = {"CUDALAB_RUN_NONCE": nonce, **({"CUDALAB_SMALL": "1"} if small else {})}
         # What the sandbox must keep visible: the binary, the tools and the grader (confine.py, Python).
-        keep = [Path(binary).resolve().parent, *exec_roots, Path(__file__).resolve().parent, sys.prefix, sys.base_prefix]
+        keep = [Path(binary).resolve().parent, *library_dirs(binary), *exec_roots, Path(__file__).resolve().parent,
+                sys.prefix, sys.base_prefix]
         wrapper = policy.sandbox(workdir, keep) if policy.sandbox else []
         confine = policy.confine.for_run(workdir, binary, exec_roots) if policy.confine is not None else None
         proc = process.run(argv, policy.timeout(timeout_s), env=test_env({**(env or {}), **grader_env}, workdir),

@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -509,6 +511,53 @@ def test_runs_tell_the_sandbox_what_they_read(tmp_path: Path) -> None:
     keep = seen[0]
     assert str(tmp_path / "bin") in keep and "/opt/tool" in keep
     assert str(Path(runs.__file__).resolve().parent) in keep  # confine.py
+
+
+def _linked_binary(tmp_path: Path) -> Path:
+    """bin/app, linked to lib/libcode.so by RUNPATH: how a lab's test binary finds its code library."""
+    if shutil.which("cc") is None or shutil.which("readelf") is None:
+        pytest.skip("no C compiler or readelf here")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "code.c").write_text("int answer(void) { return 42; }\n")
+    (tmp_path / "app.c").write_text('#include <stdio.h>\nint answer(void);\n'
+                                    'int main(void) { printf("answer %d\\n", answer()); return 0; }\n')
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "lib" / "libcode.so"), str(tmp_path / "code.c")],
+                   check=True)
+    subprocess.run(["cc", "-o", str(tmp_path / "bin" / "app"), str(tmp_path / "app.c"), f"-L{tmp_path / 'lib'}",
+                    "-lcode", f"-Wl,-rpath,{tmp_path / 'lib'}", "-Wl,--enable-new-dtags"], check=True)
+    return tmp_path / "bin" / "app"
+
+
+def test_runs_keep_the_libraries_the_binary_loads(tmp_path: Path) -> None:
+    """A lab's test binary loads its code from build/<preset>/lib (RUNPATH): under bubblewrap with the
+    checkout in /tmp, a run that kept only bin/ ended 'error while loading shared libraries' (exit 127)
+    on the GPU. The RUNPATH's folders are kept, $ORIGIN expanded."""
+    binary = _linked_binary(tmp_path)
+    assert runs.library_dirs(binary) == [tmp_path / "lib"]
+    seen: list[list[str]] = []
+
+    def sandbox(workdir: Path, keep) -> list[str]:
+        seen.append([str(k) for k in keep])
+        return []
+
+    runs.launch(binary, [], 5, policy=runs.RunPolicy(sandbox=sandbox))
+    assert str(tmp_path / "lib") in seen[0]
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    subprocess.run(["cc", "-o", str(origin / "app"), str(tmp_path / "app.c"), f"-L{tmp_path / 'lib'}", "-lcode",
+                    "-Wl,-rpath,$ORIGIN/../lib"], check=True)
+    assert runs.library_dirs(origin / "app") == [origin / ".." / "lib"]
+
+
+def test_a_real_bubblewrap_runs_a_linked_binary_under_tmp(tmp_path: Path) -> None:
+    box = probe_sandbox()
+    if not box.active:
+        pytest.skip(f"no working bubblewrap here: {box.reason}")
+    binary = _linked_binary(tmp_path)
+    run = runs.launch(binary, [], 10, policy=runs.RunPolicy(sandbox=box.wrapper))
+    assert run.proc.returncode == 0, run.proc.output
+    assert "answer 42" in run.proc.output
 
 
 def test_a_real_bubblewrap_runs_a_binary_that_lives_under_tmp(tmp_path: Path) -> None:
