@@ -19,6 +19,7 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/memory_tally.hpp>
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/random.hpp>
 
@@ -119,13 +120,17 @@ TEST_F(VectorAddMemoryCorrectness, HostFlowFreesEverything) {
   // The first call may create the context's own allocations; it must also be right, or there is
   // nothing to measure.
   ASSERT_TRUE(AllEqual(in.expected, vector_add_host(in.a, in.b), kSeed));
-  std::size_t free_before = 0, free_after = 0, total = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+  // The tally counts this process's own allocations, so another process on the GPU changes nothing.
+  const cudalab::MemoryTally before = cudalab::memory_tally();
   for (int i = 0; i < 24; ++i) vector_add_host(in.a, in.b);
-  CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
-  const double leaked_mib = (static_cast<double>(free_before) - static_cast<double>(free_after)) / (1 << 20);
-  EXPECT_LT(leaked_mib, 64.0) << "device memory in use grew by " << leaked_mib
-                              << " MiB over 24 calls: some cudaMalloc has no cudaFree";
+  const cudalab::MemoryTally after = cudalab::memory_tally();
+  EXPECT_EQ(after.device_bytes - before.device_bytes, 0)
+      << "device memory held grew by " << (after.device_bytes - before.device_bytes) / 1024 << " KiB in "
+      << after.device_allocations - before.device_allocations << " allocation(s) over 24 calls: some cudaMalloc "
+      << "has no cudaFree";
+  EXPECT_EQ(after.pinned_bytes - before.pinned_bytes, 0)
+      << "pinned host memory held grew by " << (after.pinned_bytes - before.pinned_bytes) / 1024
+      << " KiB over 24 calls: some cudaMallocHost has no cudaFreeHost";
 }
 
 // --- Task 2: one thread per element --------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
+#include <cudalab/memory_tally.hpp>
 #include <cudalab/random.hpp>
 
 #include "pitched.cuh"
@@ -230,16 +231,17 @@ TEST_F(PitchedMemoryCorrectness, FreeReleasesEverything) {
   free_pitched(image);
   EXPECT_EQ(image.data, nullptr) << "free_pitched should reset the image to PitchedImage{}";
   EXPECT_EQ(image.pitch, 0u) << "free_pitched should reset the image to PitchedImage{}";
-  std::size_t free_before = 0, free_after = 0, total = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_before, &total));
+  // The tally counts this process's own allocations, so another process on the GPU changes nothing.
+  const cudalab::MemoryTally before = cudalab::memory_tally();
   for (int i = 0; i < 32; ++i) {
     PitchedImage again = upload_pitched(host, s.width, s.height);
     free_pitched(again);
   }
-  CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
-  const double leaked_mib = (static_cast<double>(free_before) - static_cast<double>(free_after)) / (1 << 20);
-  EXPECT_LT(leaked_mib, 64.0) << "device memory in use grew by " << leaked_mib
-                              << " MiB over 32 upload/free pairs: free_pitched must cudaFree the data";
+  const cudalab::MemoryTally after = cudalab::memory_tally();
+  EXPECT_EQ(after.device_bytes - before.device_bytes, 0)
+      << "device memory held grew by " << (after.device_bytes - before.device_bytes) / 1024 << " KiB in "
+      << after.device_allocations - before.device_allocations << " allocation(s) over 32 upload/free pairs: "
+      << "free_pitched must cudaFree the data";
 }
 
 // --- Task 2 and challenge: the map ---------------------------------------------------------------
