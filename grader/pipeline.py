@@ -173,6 +173,11 @@ def run_binary(ctx: GradeContext, lab: Lab, target: str, label: str, expected: l
     return run
 
 
+def _decided(result: LabResult) -> bool:
+    """Whether a correctness test has failed already (or could not run to its end)."""
+    return any(t.status in (Status.FAILED, Status.NOT_RUN) and t.kind != "perf" for t in result.tests)
+
+
 # --- one lab, stage after stage --------------------------------------------------------------------------
 
 
@@ -214,6 +219,12 @@ def grade_lab(ctx: GradeContext, lab: Lab) -> LabResult:
             built = blocked.build if blocked is not None else failed_compile  # type: ignore[assignment]
         ref_built = build(ctx, reference, result) if reference else None
         expected = expected_tests(ctx, result, (reference or "", ref_built), (target, built))
+        if opts.stop_at_first_failure and _decided(result):
+            # The mutation gate: a failure in an earlier binary decides; the hidden binary of a mutant
+            # that hangs would only wait out its timeout again.
+            result.tests += [runs.not_run_test(n, label, Category.HARNESS, "not run: an earlier binary's test "
+                                               "failed, which decides the mutation gate") for n in expected or []]
+            continue
         if blocked is None and built.ok:
             blocked = ctx.stopped()
         if bs.kind == "student":

@@ -280,7 +280,7 @@ class BinaryRun:
     confinement: dict | None = None  # the supervisor's status line of the main run
 
 
-def _not_run(name: str, label: str, category: Category, message: str) -> TestResult:
+def not_run_test(name: str, label: str, category: Category, message: str) -> TestResult:
     return TestResult(
         name=name,
         status=Status.NOT_RUN,
@@ -335,7 +335,7 @@ def run_binary(
         wanted = [n for n in names if filter_matches(n, gtest_filter)]
         notes.append(f"{binary.name}: not run (the grade reached its global time limit)")
         return BinaryRun(
-            tests=[_not_run(n, label, Category.TIMEOUT, policy.cap_message()) for n in wanted],
+            tests=[not_run_test(n, label, Category.TIMEOUT, policy.cap_message()) for n in wanted],
             properties={}, notes=notes,
         )
     first = run_once(binary, timeout_s, gtest_filter, env, label, policy, small,
@@ -372,7 +372,7 @@ def run_binary(
         elif first.parsed is None:
             ended = first.proc.signal_name or first.report_error or f"exit code {first.proc.returncode}"
             why = f"not run: the run ended without results ({ended}), which decides the mutation gate"
-        results = {**reported, **{n: _not_run(n, label, Category.HARNESS, why) for n in missing}}
+        results = {**reported, **{n: not_run_test(n, label, Category.HARNESS, why) for n in missing}}
         return BinaryRun(tests=[results[n] for n in wanted if n in results], properties=props, notes=notes,
                          output=truncate(first.proc.output), confinement=first.proc.confinement)
     if first.proc.out_of_memory:
@@ -412,12 +412,12 @@ def run_binary(
         if stop is not None:
             for rest in to_rerun[i:]:
                 if rest in missing:
-                    results[rest] = _not_run(rest, label, *stop)
+                    results[rest] = not_run_test(rest, label, *stop)
             break
         group = name.split("/", 1)[0]
         if group_timeouts.get(group, 0) >= GROUP_TIMEOUTS:
             if name in missing:
-                results[name] = _not_run(
+                results[name] = not_run_test(
                     name, label, Category.TIMEOUT,
                     f"not re-run: {GROUP_TIMEOUTS} runs of {group} with other parameters timed out",
                 )
@@ -433,7 +433,7 @@ def run_binary(
         if alone is not None:
             results[name] = alone
         elif attempt.proc.timed_out and limit < timeout_s:
-            results[name] = _not_run(name, label, Category.TIMEOUT, policy.cap_message())
+            results[name] = not_run_test(name, label, Category.TIMEOUT, policy.cap_message())
         elif name in missing or attempt.proc.signal or attempt.proc.timed_out:
             results[name] = _process_failure(name, attempt, label, limit)
         timeouts_in_row = timeouts_in_row + 1 if attempt.proc.timed_out else 0

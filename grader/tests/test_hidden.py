@@ -366,3 +366,30 @@ def test_real_hidden_tests_belong_to_hidden_tasks(lab) -> None:
         assert not any(t.matches(f"{suite}.X/1") for t in lab.tasks if not t.hidden), suite
     for suite in _suites(public_file):
         assert not any(t.matches(f"{suite}.X/1") for t in hidden_tasks), suite
+
+
+def test_the_gate_runs_no_hidden_binary_once_a_test_failed(tmp_path: Path) -> None:
+    """--gtest_fail_fast's rule carried across binaries: in the mutation gate a failure in the student
+    binary decides, so the hidden binary is not run (a hanging mutant would wait out its timeout again);
+    its tests are not run, with the reason. Without the gate's option both run, as before."""
+    write_lab(tmp_path, toml=HIDDEN_TOML.format(visibility="hidden"))
+    (tmp_path / "solutions" / "01-add" / "test_hidden_add.cu").write_text("// hidden tests\n")
+    marker = tmp_path / "hidden-ran"
+    specs = {
+        "lab01_student": spec(add_tests(fail_small=True)),
+        "lab01_solution": spec(add_tests()),
+        "lab01_hidden_student": spec(hidden_tests(fail=False), touch=str(marker)),
+        "lab01_hidden_solution": spec(hidden_tests(fail=False)),
+    }
+
+    def run(**options) -> Results:
+        builder = FakeBuilder(tmp_path / "build" / "bin", specs)
+        return run_labs(tmp_path, discover(tmp_path), builder, GPU, RunOptions(**options), Progress(stream=io.StringIO()))
+
+    gated = run(stop_at_first_failure=True, perf=False).labs[0]
+    hidden = [t for t in gated.tests if t.binary == "hidden"]
+    assert len(hidden) == 3 and all(t.status is Status.NOT_RUN for t in hidden)
+    assert all("an earlier binary's test failed" in t.message for t in hidden)
+    assert not marker.exists()
+    full = run().labs[0]
+    assert [t.status for t in full.tests if t.binary == "hidden"] == [Status.PASSED] * 3
