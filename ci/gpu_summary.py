@@ -8,6 +8,7 @@ SKELETONS_TSV (gpu-check's skeletons stage did not run) the skeletons are not ju
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -25,6 +26,39 @@ def below_full_marks(lab: LabResult) -> str:
             for t in lab.tasks if t.earned + t.perf_earned < t.points + t.perf_points - 1e-6]
     why = f"{lab.name}: the reference scores {lab.score:g}/{lab.max_score:g}"
     return why + (f": {', '.join(lost)}" if lost else "")
+
+
+BASELINE = Path(__file__).resolve().parent / "perf-baseline.json"
+
+
+def headline_ratio(perf) -> float | None:
+    """The ratio the summary leads with: to the library (thrust, CUB, cuBLAS, memcpy, the empty kernel),
+    else over the serial version."""
+    if perf.baseline and perf.series(perf.baseline) is not None:
+        return perf.ratio_to_baseline
+    serial = next((v for v in perf.variants if v.name == "serial"), None)
+    return perf.speed_ratio(serial) if serial is not None else None
+
+
+def against_baseline(gpu_name: str, ratios: dict[str, float], baseline_path: Path = BASELINE) -> list[str]:
+    """Lines comparing this run's headline ratios with the recorded ones for this GPU model ([] when none
+    is recorded). Informational: a busy machine moves short timings, so nothing fails on it."""
+    try:
+        data = json.loads(baseline_path.read_text())
+    except (OSError, ValueError):
+        return []
+    entry = data.get("gpus", {}).get(gpu_name)
+    if not entry:
+        return []
+    tolerance = float(data.get("tolerance", 0.02))
+    step = float(data.get("rounding", 0.0)) / 2  # a baseline kept to two decimals is known to +-0.005
+    known = entry.get("ratios", {})
+    compared = [(name, ratios[name], float(was)) for name, was in known.items() if name in ratios]
+    below = [(n, now, was) for n, now, was in compared if now < (was - step) * (1 - tolerance)]
+    lines = [f"perf against the baseline ({gpu_name}; {entry.get('recorded', '')}): "
+             f"{len(compared) - len(below)} of {len(compared)} ratio(s) within {tolerance:.0%} or above"]
+    lines += [f"  below: {n} {now:.2f}x, was {was:.2f}x ({(now / was - 1):+.0%})" for n, now, was in below]
+    return lines
 
 
 def main(results_path: str, skeletons_path: str | None = None) -> int:
@@ -56,6 +90,7 @@ def main(results_path: str, skeletons_path: str | None = None) -> int:
     print()
     print(f"{'lab':<24} {'solution':<18} {'skeleton':<22} score")
     perf_lines: list[str] = []
+    headline: dict[str, float] = {}
     for lab in results.labs:
         target = f"lab{lab.number:02d}"
         total = len(lab.tests)
@@ -84,6 +119,9 @@ def main(results_path: str, skeletons_path: str | None = None) -> int:
             p = t.perf
             if p is None or p.impl is None or t.status is not Status.PASSED:
                 continue
+            ratio = headline_ratio(p)
+            if ratio is not None:
+                headline[t.name] = ratio
             impl_rate = p.rate(p.impl)
             parts = [f"{impl_rate:,.1f} {p.metric}" if impl_rate is not None else "?"]
             if p.baseline and p.series(p.baseline) is not None:
@@ -109,6 +147,9 @@ def main(results_path: str, skeletons_path: str | None = None) -> int:
     if perf_lines:
         print("\nperf of the reference solutions (ratios measured side by side in one process):")
         print("\n".join(perf_lines))
+        compared = against_baseline(str(gpu.get("gpu_name", "")), headline)
+        if compared:
+            print("\n" + "\n".join(compared))
     confinement = [n for n in results.run.notes if n.startswith("confinement:")]
     if confinement:
         print("\n" + "\n".join(confinement))

@@ -95,3 +95,38 @@ def test_gpu_check_exit_status_follows_the_summary(tmp_path: Path, earned: float
     assert proc.returncode == status, proc.stdout
     assert ("gpu-check: OK" if status == 0 else "gpu-check: PROBLEMS FOUND") in proc.stdout
     assert (tmp_path / "out" / "summary.txt").is_file()
+
+
+def test_ratios_are_compared_with_the_gpus_recorded_baseline(tmp_path: Path) -> None:
+    """Informational lines: how many headline ratios stay within the tolerance of the baseline recorded
+    for this GPU model, and each one below it with its change; nothing for a GPU without a baseline."""
+    import json
+
+    base = tmp_path / "baseline.json"
+    base.write_text(json.dumps({"tolerance": 0.02, "gpus": {"NVIDIA H100": {
+        "recorded": "quiet run", "ratios": {"A.Fast/1": 1.00, "B.Slow/1": 0.50, "C.Gone/1": 0.9}}}}))
+    lines = gpu_summary.against_baseline("NVIDIA H100", {"A.Fast/1": 0.99, "B.Slow/1": 0.45, "D.New/1": 2.0}, base)
+    assert lines[0].startswith("perf against the baseline (NVIDIA H100; quiet run): 1 of 2 ratio(s) within 2%")
+    assert lines[1:] == ["  below: B.Slow/1 0.45x, was 0.50x (-10%)"]
+    assert gpu_summary.against_baseline("NVIDIA H200", {"A.Fast/1": 0.5}, base) == []
+    # a baseline kept to two decimals: 0.117 may have been printed as 0.12 the time before
+    base.write_text(json.dumps({"tolerance": 0.02, "rounding": 0.01, "gpus": {"NVIDIA H100": {
+        "ratios": {"N.Naive/1": 0.12, "Q.Sort/1": 0.14}}}}))
+    lines = gpu_summary.against_baseline("NVIDIA H100", {"N.Naive/1": 0.1167, "Q.Sort/1": 0.12}, base)
+    assert [ln.split()[1] for ln in lines[1:]] == ["Q.Sort/1"]
+    assert gpu_summary.against_baseline("NVIDIA H100", {}, tmp_path / "missing.json") == []
+
+
+def test_the_committed_baseline_names_real_perf_tests() -> None:
+    """Every test the committed baseline names is a perf test of some lab (a renamed test would silently
+    drop out of the comparison)."""
+    import json
+    import re
+
+    data = json.loads((REPO / "ci" / "perf-baseline.json").read_text())
+    sources = "\n".join(p.read_text() for p in REPO.glob("labs/*/test_*.cu"))
+    for gpu, entry in data["gpus"].items():
+        for name in entry["ratios"]:
+            suite, test = name.split(".", 1)
+            assert re.search(rf"\b{re.escape(suite)}\b", sources), (gpu, name)
+            assert "Perf" in suite, (gpu, name)
