@@ -15,7 +15,7 @@
 
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/harness.hpp>
-#include <cudalab/memory_tally.hpp>
+#include <cudalab/resource_tally.hpp>
 
 namespace {
 
@@ -67,7 +67,7 @@ const cudalab::harness::Settings& cudalab::harness::settings() { return g_settin
 
 int main(int argc, char** argv) {
   capture_settings();
-  (void)cudalab::memory_tally();  // links the tally's allocation functions into every test binary
+  (void)cudalab::resource_tally();  // links the tally's runtime functions into every test binary
   const bool listing = listing_only(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new cudalab::CudaEnvironment);  // gtest takes ownership

@@ -9,3 +9,5 @@ cudaError_t tally_probe_malloc(void** p, std::size_t bytes) { return cudaMalloc(
 cudaError_t tally_probe_free(void* p) { return cudaFree(p); }
 cudaError_t tally_probe_malloc_host(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
 cudaError_t tally_probe_free_host(void* p) { return cudaFreeHost(p); }
+cudaError_t tally_probe_stream(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking); }
+cudaError_t tally_probe_event(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDisableTiming); }

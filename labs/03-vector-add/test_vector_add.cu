@@ -19,7 +19,7 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
-#include <cudalab/memory_tally.hpp>
+#include <cudalab/resource_tally.hpp>
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/random.hpp>
 
@@ -121,9 +121,9 @@ TEST_F(VectorAddMemoryCorrectness, HostFlowFreesEverything) {
   // nothing to measure.
   ASSERT_TRUE(AllEqual(in.expected, vector_add_host(in.a, in.b), kSeed));
   // The tally counts this process's own allocations, so another process on the GPU changes nothing.
-  const cudalab::MemoryTally before = cudalab::memory_tally();
+  const cudalab::ResourceTally before = cudalab::resource_tally();
   for (int i = 0; i < 24; ++i) vector_add_host(in.a, in.b);
-  const cudalab::MemoryTally after = cudalab::memory_tally();
+  const cudalab::ResourceTally after = cudalab::resource_tally();
   EXPECT_EQ(after.device_bytes - before.device_bytes, 0)
       << "device memory held grew by " << (after.device_bytes - before.device_bytes) / 1024 << " KiB in "
       << after.device_allocations - before.device_allocations << " allocation(s) over 24 calls: some cudaMalloc "

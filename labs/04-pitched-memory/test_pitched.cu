@@ -20,7 +20,7 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
-#include <cudalab/memory_tally.hpp>
+#include <cudalab/resource_tally.hpp>
 #include <cudalab/random.hpp>
 
 #include "pitched.cuh"
@@ -232,12 +232,12 @@ TEST_F(PitchedMemoryCorrectness, FreeReleasesEverything) {
   EXPECT_EQ(image.data, nullptr) << "free_pitched should reset the image to PitchedImage{}";
   EXPECT_EQ(image.pitch, 0u) << "free_pitched should reset the image to PitchedImage{}";
   // The tally counts this process's own allocations, so another process on the GPU changes nothing.
-  const cudalab::MemoryTally before = cudalab::memory_tally();
+  const cudalab::ResourceTally before = cudalab::resource_tally();
   for (int i = 0; i < 32; ++i) {
     PitchedImage again = upload_pitched(host, s.width, s.height);
     free_pitched(again);
   }
-  const cudalab::MemoryTally after = cudalab::memory_tally();
+  const cudalab::ResourceTally after = cudalab::resource_tally();
   EXPECT_EQ(after.device_bytes - before.device_bytes, 0)
       << "device memory held grew by " << (after.device_bytes - before.device_bytes) / 1024 << " KiB in "
       << after.device_allocations - before.device_allocations << " allocation(s) over 32 upload/free pairs: "

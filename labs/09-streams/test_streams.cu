@@ -34,6 +34,7 @@
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/random.hpp>
+#include <cudalab/resource_tally.hpp>
 
 #include "streams.cuh"
 
@@ -336,53 +337,53 @@ void expect_ignores_legacy_stream(Problem& p, const std::function<void()>& run, 
   p.expect_guards_intact();
 }
 
-// What a leak grows: resident host memory (pinned buffers, the driver's objects: an event costs some
-// 500 bytes of it) and device memory in use (cudaMalloc; a stream holds about half a MiB of it).
-struct Footprint {
-  std::int64_t host_bytes = 0;
-  std::int64_t device_bytes = 0;
-};
-
-Footprint footprint() {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+// Host memory this process has resident: what a leak of plain host allocations grows.
+std::int64_t resident_host_bytes() {
   long size_pages = 0, resident_pages = 0;
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
     if (std::fscanf(f, "%ld %ld", &size_pages, &resident_pages) != 2) resident_pages = 0;
     std::fclose(f);
   }
-  return {static_cast<std::int64_t>(resident_pages) * sysconf(_SC_PAGESIZE),
-          static_cast<std::int64_t>(total_bytes - free_bytes)};
+  return static_cast<std::int64_t>(resident_pages) * sysconf(_SC_PAGESIZE);
 }
 
-// Thresholds well above the noise (cudaMemGetInfo counts in 2 MiB steps) and well below what the
-// leaks they catch grow by in one window: 16 calls of run_three_stage with 1024 chunks that never
-// destroy their events keep 32768 events (~16 MiB of host memory); 8 rounds of 64 streams that are
-// never destroyed keep 512 streams (~280 MiB of device memory); a leaked n-float buffer per call, 16 x 4 MiB.
+// Well above the allocator's noise, well below what a leak of host buffers grows by in one window.
 constexpr std::int64_t kLeakHostBytes = std::int64_t{4} << 20;
-constexpr std::int64_t kLeakDeviceBytes = std::int64_t{32} << 20;
 
-// Calls `call` twice (lazy loading, the driver's pools grow to their working size), then `calls` times
-// more: what they leave behind must not grow. Growth is confirmed in a second window before it counts,
-// so another process allocating on the same GPU at that moment is not taken for a leak.
+// Calls `call` twice (lazy loading, caches filled on first use), then `calls` times more: the streams,
+// events, device and pinned memory it holds must come back to exactly what they were. These are counted
+// per process by the resource tally (cudalab/resource_tally.hpp), so other processes on the GPU change
+// nothing. Resident host memory is noisier: its growth is confirmed in a second window before it counts.
 ::testing::AssertionResult ReleasesResources(const char* what, int calls, const std::function<void()>& call) {
   call();
   call();
-  std::int64_t host_growth = 0, device_growth = 0;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const cudalab::ResourceTally before = cudalab::resource_tally();
+  std::int64_t host_growth = 0;
+  int made = 0;
   for (int window = 0; window < 2; ++window) {
-    const Footprint before = footprint();
+    const std::int64_t host_before = resident_host_bytes();
     for (int k = 0; k < calls; ++k) call();
-    const Footprint after = footprint();
-    host_growth = after.host_bytes - before.host_bytes;
-    device_growth = after.device_bytes - before.device_bytes;
-    if (host_growth < kLeakHostBytes && device_growth < kLeakDeviceBytes) return ::testing::AssertionSuccess();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    made += calls;
+    host_growth = resident_host_bytes() - host_before;
+    if (host_growth < kLeakHostBytes) break;
   }
-  return ::testing::AssertionFailure()
-         << calls << " more calls of " << what << " kept " << host_growth / 1024 << " KiB more host memory and "
-         << device_growth / 1024 << " KiB more device memory, twice in a row: something is created and never "
-         << "released (cudaStreamDestroy for every stream, cudaEventDestroy for every event, cudaFree / "
-         << "cudaFreeHost for every buffer)";
+  const cudalab::ResourceTally after = cudalab::resource_tally();
+  const std::int64_t streams = after.streams - before.streams, events = after.events - before.events;
+  const std::int64_t device = after.device_bytes - before.device_bytes, pinned = after.pinned_bytes - before.pinned_bytes;
+  if (streams == 0 && events == 0 && device == 0 && pinned == 0 && host_growth < kLeakHostBytes)
+    return ::testing::AssertionSuccess();
+  std::ostringstream kept;
+  if (streams != 0) kept << streams << " stream(s) (cudaStreamDestroy for every stream), ";
+  if (events != 0) kept << events << " event(s) (cudaEventDestroy for every event), ";
+  if (device != 0) kept << device / 1024 << " KiB of device memory (cudaFree for every cudaMalloc), ";
+  if (pinned != 0) kept << pinned / 1024 << " KiB of pinned memory (cudaFreeHost for every cudaMallocHost), ";
+  if (host_growth >= kLeakHostBytes) kept << host_growth / 1024 << " KiB more host memory twice in a row, ";
+  std::string list = kept.str();
+  list.resize(list.size() - 2);
+  return ::testing::AssertionFailure() << made << " more calls of " << what << " kept " << list
+                                       << ": something is created and never released";
 }
 
 // Concurrency tests: a gate kernel holds one stream while others run. compute-sanitizer (small mode)

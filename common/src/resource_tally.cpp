@@ -1,8 +1,9 @@
-// The runtime's allocation and free functions, defined in the test binary: each calls the runtime's own
-// (the next definition in load order: dlsym(RTLD_NEXT)) and keeps the tally of cudalab/memory_tally.hpp.
+// The runtime's functions that create and release memory, streams and events, defined in the test
+// binary: each calls the runtime's own (the next definition in load order: dlsym(RTLD_NEXT)) and keeps
+// the tally of cudalab/resource_tally.hpp.
 // The test binary exports them (cmake/test-binary.dynamic), so the lab's code library binds its calls
 // here too. Only the tests read the tally; it decides nothing about what the code may call.
-#include <cudalab/memory_tally.hpp>
+#include <cudalab/resource_tally.hpp>
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace {
 
@@ -24,7 +26,8 @@ struct Held {
 struct Tally {
   std::mutex mutex;
   std::unordered_map<const void*, Held> live;
-  cudalab::MemoryTally totals;
+  std::unordered_set<const void*> streams, events;
+  cudalab::ResourceTally totals;
 };
 
 Tally& tally() {
@@ -61,6 +64,22 @@ void remove(const void* p) {
   t.live.erase(it);
 }
 
+// A stream or an event: counted while its handle is alive.
+void add_handle(std::unordered_set<const void*> Tally::*handles, std::int64_t cudalab::ResourceTally::*count,
+                const void* h) {
+  if (h == nullptr) return;
+  Tally& t = tally();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if ((t.*handles).insert(h).second) ++(t.totals.*count);
+}
+
+void remove_handle(std::unordered_set<const void*> Tally::*handles, std::int64_t cudalab::ResourceTally::*count,
+                   const void* h) {
+  Tally& t = tally();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if ((t.*handles).erase(h) > 0) --(t.totals.*count);
+}
+
 // The runtime's definition of `name`. Without one the binary cannot work at all: say so and stop.
 template <class Fn>
 Fn next(const char* name) {
@@ -78,7 +97,7 @@ Fn next(const char* name) {
 
 namespace cudalab {
 
-MemoryTally memory_tally() {
+ResourceTally resource_tally() {
   Tally& t = tally();
   std::lock_guard<std::mutex> lock(t.mutex);
   return t.totals;
@@ -171,6 +190,55 @@ cudaError_t cudaFreeHost(void* ptr) {
   CUDALAB_REAL(cudaFreeHost);
   const cudaError_t err = real(ptr);
   if (err == cudaSuccess) remove(ptr);
+  return err;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
+  CUDALAB_REAL(cudaStreamCreate);
+  const cudaError_t err = real(pStream);
+  if (err == cudaSuccess && pStream != nullptr) add_handle(&Tally::streams, &cudalab::ResourceTally::streams, *pStream);
+  return err;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
+  CUDALAB_REAL(cudaStreamCreateWithFlags);
+  const cudaError_t err = real(pStream, flags);
+  if (err == cudaSuccess && pStream != nullptr) add_handle(&Tally::streams, &cudalab::ResourceTally::streams, *pStream);
+  return err;
+}
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority) {
+  CUDALAB_REAL(cudaStreamCreateWithPriority);
+  const cudaError_t err = real(pStream, flags, priority);
+  if (err == cudaSuccess && pStream != nullptr) add_handle(&Tally::streams, &cudalab::ResourceTally::streams, *pStream);
+  return err;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  CUDALAB_REAL(cudaStreamDestroy);
+  const cudaError_t err = real(stream);
+  if (err == cudaSuccess) remove_handle(&Tally::streams, &cudalab::ResourceTally::streams, stream);
+  return err;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  CUDALAB_REAL(cudaEventCreate);
+  const cudaError_t err = real(event);
+  if (err == cudaSuccess && event != nullptr) add_handle(&Tally::events, &cudalab::ResourceTally::events, *event);
+  return err;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  CUDALAB_REAL(cudaEventCreateWithFlags);
+  const cudaError_t err = real(event, flags);
+  if (err == cudaSuccess && event != nullptr) add_handle(&Tally::events, &cudalab::ResourceTally::events, *event);
+  return err;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  CUDALAB_REAL(cudaEventDestroy);
+  const cudaError_t err = real(event);
+  if (err == cudaSuccess) remove_handle(&Tally::events, &cudalab::ResourceTally::events, event);
   return err;
 }
 
