@@ -287,6 +287,7 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
         3 * ctx.options.timeout_s if ctx.options.timeout_s else lab.timeout_s)
     out = []
     hung: str | None = None  # a tool that ran out of time: the others would run the same kernels as long
+    found: str | None = None  # with stop_at_first_failure, a tool that failed: nothing more can change the verdict
     for tool in tools:
         stop = ctx.stopped()
         if stop is not None:
@@ -295,6 +296,10 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
         if hung is not None:
             out += not_run([tool], f"not run: compute-sanitizer {hung} did not finish in time, and {tool} would "
                            "run the same kernels under a tool at least as slow", Category.TIMEOUT, label)
+            continue
+        if found is not None:  # the mutation gate: one finding decides
+            out += not_run([tool], f"not run: compute-sanitizer {found} found a problem already, which decides "
+                           "the mutation gate", Category.SANITIZER, label)
             continue
         ctx.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
         run = run_tool(tool_path, tool, graded.bin_dir / graded.target, timeout, env=ctx.options.env,
@@ -308,6 +313,8 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
             hung = tool
         if run.result.status is not Status.PASSED:
             ctx.after_fault(f"compute-sanitizer {tool}")
+            if ctx.options.stop_at_first_failure:
+                found = tool
     return out
 
 

@@ -237,6 +237,23 @@ def test_after_a_tool_runs_out_of_time_the_others_are_not_run(lab_root: Path, bu
     assert time.monotonic() - start < 4.5  # one slow tool, not three
 
 
+def test_in_the_mutation_gate_the_first_finding_ends_the_stage(lab_root: Path, builder: FakeBuilder, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """stop_at_first_failure: once one tool reports a problem the verdict is decided, so racecheck and
+    synccheck (the slow ones) are not run after a memcheck finding; without the option all three run."""
+    tool = _tool(tmp_path / "cs", "racecheck_warning.log", sanitizer.ERROR_EXITCODE)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: tool)
+    tools = ["memcheck", "racecheck", "synccheck"]
+    gated = RunOptions(sanitizer_tools=tools, stop_at_first_failure=True)
+    lab = run_labs(lab_root, discover(lab_root), builder, GPU, gated, Progress(stream=io.StringIO())).labs[0]
+    got = {t.name: t for t in lab.tests if t.name.startswith("sanitizer.")}
+    assert got["sanitizer.memcheck"].status is Status.FAILED
+    for name in ("sanitizer.racecheck", "sanitizer.synccheck"):
+        assert got[name].status is Status.NOT_RUN and "memcheck found a problem already" in got[name].message
+    lab = _grade(lab_root, builder, GPU, tools).labs[0]
+    assert [t.status for t in lab.tests if t.name.startswith("sanitizer.")] == [Status.FAILED] * 3
+
+
 def test_stage_without_the_tool_or_gpu_is_skipped_with_the_reason(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: None)
     lab = _grade(lab_root, builder, GPU, ["memcheck"]).labs[0]
