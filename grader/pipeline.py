@@ -173,6 +173,19 @@ def run_binary(ctx: GradeContext, lab: Lab, target: str, label: str, expected: l
     return run
 
 
+def technique_missing(lab: Lab, checked: static_checks.StaticResult | None) -> bool:
+    """Whether a technique check of lab.toml fails on the checked object (what scoring will find)."""
+    if checked is None or checked.block is not None or (checked.build is not None and not checked.build.ok):
+        return False
+    if not lab.techniques:
+        return False
+    from . import techniques
+    from .static_checks import contract_for, ptx_of
+
+    outcomes, _ = techniques.check_all(lab, checked.obj, contract_for(checked), ptx_of(checked))
+    return any(not o.found for o in outcomes)
+
+
 def _decided(result: LabResult) -> bool:
     """Whether a correctness test has failed already (or could not run to its end)."""
     return any(t.status in (Status.FAILED, Status.NOT_RUN) and t.kind != "perf" for t in result.tests)
@@ -260,6 +273,12 @@ def grade_lab(ctx: GradeContext, lab: Lab) -> LabResult:
             t.status is Status.FAILED and t.kind != "perf" for t in result.tests):
         result.tests += sanitizer.not_run(sanitizer.tools_for(lab, opts.sanitizer_tools),
                                           "not run: a correctness test failed already", label=graded.label)
+    elif opts.stop_at_first_failure and graded is not None and technique_missing(lab, checked):
+        # The mutation gate: a missing technique withholds points already (scored below), so the
+        # sanitizer's slow tools cannot change the verdict.
+        result.tests += sanitizer.not_run(sanitizer.tools_for(lab, opts.sanitizer_tools),
+                                          "not run: a technique check failed already, which decides the "
+                                          "mutation gate", label=graded.label)
     else:
         result.tests += sanitizer.stage(ctx, lab, result, graded)
     hints.annotate(result)

@@ -254,6 +254,43 @@ def test_in_the_mutation_gate_the_first_finding_ends_the_stage(lab_root: Path, b
     assert [t.status for t in lab.tests if t.name.startswith("sanitizer.")] == [Status.FAILED] * 3
 
 
+def test_in_the_mutation_gate_a_missing_technique_skips_the_sanitizer(lab_root: Path, builder: FakeBuilder,
+                                                                      tmp_path: Path, monkeypatch) -> None:
+    """A bug mutant whose tests pass but whose technique check fails (a missing barrier that only the PTX
+    shows) is decided: the slow tools are not run for it. Without the gate's option they run."""
+    from grader import pipeline
+
+    tool = _tool(tmp_path / "cs", None, 0)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: tool)
+    monkeypatch.setattr(pipeline, "technique_missing", lambda lab, checked: True)
+    tools = ["memcheck", "racecheck"]
+    gated = RunOptions(sanitizer_tools=tools, stop_at_first_failure=True, sanitize_failing=False)
+    lab = run_labs(lab_root, discover(lab_root), builder, GPU, gated, Progress(stream=io.StringIO())).labs[0]
+    got = [t for t in lab.tests if t.name.startswith("sanitizer.")]
+    assert [t.status for t in got] == [Status.NOT_RUN] * 2
+    assert all("a technique check failed already" in t.message for t in got)
+    lab = _grade(lab_root, builder, GPU, tools).labs[0]  # the stand-in tool ran (and reported nothing)
+    assert all("gave no verdict" in t.message for t in lab.tests if t.name.startswith("sanitizer."))
+
+
+def test_technique_missing_reads_what_scoring_will(monkeypatch) -> None:
+    from types import SimpleNamespace as NS
+
+    from grader import pipeline, techniques
+
+    lab = NS(techniques=[object()])
+    ok = NS(block=None, build=None, obj=None, contract=set())
+    monkeypatch.setattr("grader.static_checks.contract_for", lambda checked: set())
+    monkeypatch.setattr("grader.static_checks.ptx_of", lambda checked: "")
+    monkeypatch.setattr(techniques, "check_all", lambda *a: ([NS(found=True), NS(found=False)], []))
+    assert pipeline.technique_missing(lab, ok)
+    monkeypatch.setattr(techniques, "check_all", lambda *a: ([NS(found=True)], []))
+    assert not pipeline.technique_missing(lab, ok)
+    assert not pipeline.technique_missing(lab, None)
+    assert not pipeline.technique_missing(NS(techniques=[]), ok)
+    assert not pipeline.technique_missing(lab, NS(block=object(), build=None))
+
+
 def test_stage_without_the_tool_or_gpu_is_skipped_with_the_reason(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: None)
     lab = _grade(lab_root, builder, GPU, ["memcheck"]).labs[0]
