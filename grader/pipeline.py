@@ -174,19 +174,12 @@ def run_binary(ctx: GradeContext, lab: Lab, target: str, label: str, expected: l
 
 
 def technique_missing(lab: Lab, checked: static_checks.StaticResult | None) -> bool:
-    """Whether a technique check of lab.toml fails on the checked object (what scoring will find)."""
-    if checked is None or checked.block is not None or (checked.build is not None and not checked.build.ok):
-        return False
-    if not lab.techniques:
-        return False
-    from . import techniques
-    from .static_checks import contract_for, ptx_of
-
-    outcomes, _ = techniques.check_all(lab, checked.obj, contract_for(checked), ptx_of(checked))
-    return any(not o.found for o in outcomes)
+    """Whether a technique check of lab.toml fails on the checked object (read once: scoring reuses it)."""
+    checks = static_checks.technique_outcomes(lab, checked) if checked is not None else None
+    return checks is not None and any(not o.found for o in checks[0])
 
 
-def _decided(result: LabResult) -> bool:
+def _correctness_failed(result: LabResult) -> bool:
     """Whether a correctness test has failed already (or could not run to its end)."""
     return any(t.status in (Status.FAILED, Status.NOT_RUN) and t.kind != "perf" for t in result.tests)
 
@@ -232,7 +225,7 @@ def grade_lab(ctx: GradeContext, lab: Lab) -> LabResult:
             built = blocked.build if blocked is not None else failed_compile  # type: ignore[assignment]
         ref_built = build(ctx, reference, result) if reference else None
         expected = expected_tests(ctx, result, (reference or "", ref_built), (target, built))
-        if opts.stop_at_first_failure and _decided(result):
+        if opts.stop_at_first_failure and _correctness_failed(result):
             # The mutation gate: a failure in an earlier binary decides; the hidden binary of a mutant
             # that hangs would only wait out its timeout again.
             result.tests += [runs.not_run_test(n, label, Category.HARNESS, "not run: an earlier binary's test "
@@ -269,8 +262,7 @@ def grade_lab(ctx: GradeContext, lab: Lab) -> LabResult:
         result.tests += run.tests
     if hidden_from is not None:  # before later stages add messages of their own
         hidden.mark(result, lab.hidden_visibility, hidden_from)
-    if not opts.sanitize_failing and graded is not None and any(
-            t.status is Status.FAILED and t.kind != "perf" for t in result.tests):
+    if not opts.sanitize_failing and graded is not None and _correctness_failed(result):
         result.tests += sanitizer.not_run(sanitizer.tools_for(lab, opts.sanitizer_tools),
                                           "not run: a correctness test failed already", label=graded.label)
     elif opts.stop_at_first_failure and graded is not None and technique_missing(lab, checked):

@@ -286,20 +286,16 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
     timeout = float(lab.sanitizer.get("timeout_s", 0) or 0) or (
         3 * ctx.options.timeout_s if ctx.options.timeout_s else lab.timeout_s)
     out = []
-    hung: str | None = None  # a tool that ran out of time: the others would run the same kernels as long
-    found: str | None = None  # with stop_at_first_failure, a tool that failed: nothing more can change the verdict
+    # Why the remaining tools are not run: one ran out of time (the others would run the same kernels as
+    # long), or, with stop_at_first_failure (the mutation gate), one found a problem (the verdict is in).
+    skip: tuple[str, Category] | None = None
     for tool in tools:
         stop = ctx.stopped()
         if stop is not None:
             out += not_run([tool], stop.test_message, stop.category, label)
             continue
-        if hung is not None:
-            out += not_run([tool], f"not run: compute-sanitizer {hung} did not finish in time, and {tool} would "
-                           "run the same kernels under a tool at least as slow", Category.TIMEOUT, label)
-            continue
-        if found is not None:  # the mutation gate: one finding decides
-            out += not_run([tool], f"not run: compute-sanitizer {found} found a problem already, which decides "
-                           "the mutation gate", Category.SANITIZER, label)
+        if skip is not None:
+            out += not_run([tool], skip[0].format(tool=tool), skip[1], label)
             continue
         ctx.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
         run = run_tool(tool_path, tool, graded.bin_dir / graded.target, timeout, env=ctx.options.env,
@@ -310,11 +306,13 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
         )
         out.append(run.result)
         if run.result.category is Category.TIMEOUT:
-            hung = tool
+            skip = (f"not run: compute-sanitizer {tool} did not finish in time, and {{tool}} would run the same "
+                    "kernels under a tool at least as slow", Category.TIMEOUT)
         if run.result.status is not Status.PASSED:
             ctx.after_fault(f"compute-sanitizer {tool}")
-            if ctx.options.stop_at_first_failure:
-                found = tool
+            if skip is None and ctx.options.stop_at_first_failure:
+                skip = (f"not run: compute-sanitizer {tool} found a problem already, which decides the "
+                        "mutation gate", Category.SANITIZER)
     return out
 
 

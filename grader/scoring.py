@@ -127,11 +127,12 @@ def score(ctx: Any, lab: Lab, result: LabResult, checked: Any) -> LabResult:
             perf.earned = 0.0
         if why not in result.messages:
             result.messages.append(f"{test.name}: {why}")
-    if checked is not None and checked.block is None and (checked.build is None or checked.build.ok) and lab.techniques:
-        from .static_checks import contract_for, ptx_of
+    from .static_checks import technique_outcomes
 
+    checks = technique_outcomes(lab, checked) if checked is not None else None
+    if checks is not None:
         ctx.progress.step(f"checking the techniques of lab {lab.name}")
-        outcomes, notes = techniques.check_all(lab, checked.obj, contract_for(checked), ptx_of(checked))
+        outcomes, notes = checks
         result.messages += [n for n in notes if n not in result.messages]
         label = "solution" if ctx.mode == "solution" else "student"
         withheld = techniques.apply_techniques(lab, result, outcomes, label)

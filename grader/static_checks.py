@@ -36,6 +36,7 @@ class StaticResult:
     obj: ObjectFile | None = None
     object_path: Path | None = None
     contract: set[str] = field(default_factory=set)  # the functions the tests call
+    techniques: tuple[list, list[str]] | None = field(default=None, repr=False)  # technique_outcomes, once read
 
     @property
     def ok(self) -> bool:
@@ -194,3 +195,15 @@ def ptx_of(result: StaticResult) -> str | None:
     if not found:
         return None
     return "\n".join(Path(p).read_text(errors="replace") for p in found)
+
+
+def technique_outcomes(lab: Lab, result: StaticResult) -> tuple[list, list[str]] | None:
+    """lab.toml's technique checks on the checked object, and their notes: read once, whoever asks
+    first (the mutation gate before the sanitizer, scoring at the end). None: nothing to check."""
+    if not result.ok or not lab.techniques:
+        return None
+    if result.techniques is None:
+        from . import techniques
+
+        result.techniques = techniques.check_all(lab, result.obj, contract_for(result), ptx_of(result))
+    return result.techniques
