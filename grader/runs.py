@@ -82,8 +82,9 @@ class RunPolicy:
     limits: setrlimit()s of the process. sandbox: given the run's private directory (the only one it
     may write) and the paths it reads, the command line to put in front of the binary
     (grader/sandbox.py: bubblewrap), or None. confine: the supervisor's settings (None: run
-    directly). deadline: time.monotonic() after which no run starts (the grade's global cap); a run's timeout is cut to what is left. verify:
-    believe only reports that pass verify_report and echo what this run asked for."""
+    directly). deadline: time.monotonic() after which no run starts (the grade's global cap); a run's
+    timeout is cut to what is left. verify: believe only reports that pass verify_report and echo what
+    this run asked for."""
 
     limits: process.Limits = field(default_factory=process.Limits)
     sandbox: Callable[[Path, Sequence[Path | str]], list[str]] | None = None

@@ -106,19 +106,10 @@ def _header(outcomes: list[StudentOutcome], labs: list[LabColumn]) -> dict[str, 
     return {"meta": [(k, v) for k, v in meta if v], "no_gpu": no_gpu, "gpus": len(gpus), "gpu_reason": reason}
 
 
-def _left_out(outcomes: list[StudentOutcome], graded: list[StudentOutcome]) -> tuple[int, str]:
-    """How many rows have no score, and why, by status: "1 broken, 1 missing"."""
-    scored = {id(o) for o in graded}
-    counts: dict[str, int] = {}
-    for o in outcomes:
-        if id(o) not in scored:
-            counts[o.status] = counts.get(o.status, 0) + 1
-    return sum(counts.values()), ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-
-
-def _distribution(outcomes: list[StudentOutcome], left_out: tuple[int, str]) -> dict[str, Any]:
-    """The scores of the graded outcomes; left_out: how many rows have no score, and why."""
-    graded = [o.results for o in outcomes if o.results is not None]
+def _distribution(outcomes: list[StudentOutcome]) -> dict[str, Any]:
+    """The scores of the graded outcomes; the rows without one are counted by why ("1 broken, 1 missing")."""
+    without = Counter(o.status for o in outcomes if not o.graded)
+    graded = [o.results for o in graded_only(outcomes) if o.results is not None]
     maxima = {round(r.max_score, 6) for r in graded}
     same = len(maxima) == 1 and next(iter(maxima)) > 0
     if same:
@@ -138,8 +129,8 @@ def _distribution(outcomes: list[StudentOutcome], left_out: tuple[int, str]) -> 
         "unit": unit_label,
         "top": fmt_points(top),
         "n": len(values),
-        "left_out": left_out[0],
-        "left_out_why": left_out[1],
+        "left_out": sum(without.values()),
+        "left_out_why": ", ".join(f"{n} {status}" for status, n in sorted(without.items())),
         "mean": stat_text(st["mean"]) if st else "–",
         "median": stat_text(st["median"]) if st else "–",
         "min": stat_text(st["min"]) if st else "–",
@@ -181,7 +172,7 @@ def class_view(
         "compile_check": compile_check,
         "compiled": sum(o.status == COMPILED for o in outcomes),
         "not_compiled": sum(o.status == NOT_COMPILED for o in outcomes),
-        "distribution": _distribution(graded, _left_out(outcomes, graded)),
+        "distribution": _distribution(outcomes),
         "lab_stats": lab_stats(graded, labs),
         "pass_rates": pass_rates(graded, labs),
         "leaderboards": leaderboards(graded, labs),

@@ -19,14 +19,15 @@ if TYPE_CHECKING:
     from grader.similarity import Pair, SimilarityReport
 
 _CONTEXT_LINES = 4  # unmatched lines kept around each match when a long file is folded
-_FOLD_AT = 400
-_COMMENT_LINE = ("//", "/*", "*")  # a file longer than this many lines shows only its matches and their context
+_FOLD_AT = 400  # a file longer than this many lines shows only its matches and their context
+_COMMENT_LINE = ("//", "/*", "*")  # how a line of comment alone starts (copydetect compares no comment)
 
 
 def line_ranges(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """copydetect's ranges widened to whole lines, then each line's code alone (no indentation, no
-    blank line, no line of comment alone): copydetect maps its matches from the tokenized text back to the file only to within
-    a few characters, so a range can start or end inside a word. Lines read as a reviewer reads code."""
+    """copydetect's ranges widened to whole lines, then each line's code alone (no indentation, no blank
+    line, no line of comment alone): copydetect maps its matches from the tokenized text back to the
+    file only to within a few characters, so a range can start or end inside a word. Lines read as a
+    reviewer reads code."""
     touched: set[int] = set()
     starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
     for start, end in ranges:
@@ -42,7 +43,7 @@ def line_ranges(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int
         stop = starts[n + 1] - 1 if n + 1 < len(starts) else len(text)
         line = text[begin:stop]
         code = line.strip()
-        if code and not code.startswith(_COMMENT_LINE):  # copydetect compares no comment
+        if code and not code.startswith(_COMMENT_LINE):
             lead = len(line) - len(line.lstrip())
             out.append((begin + lead, begin + lead + len(code)))
     return out
