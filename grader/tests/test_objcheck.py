@@ -7,6 +7,7 @@ nvcc (skipped without it, with the reason)."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import shutil
 import subprocess
@@ -107,7 +108,13 @@ CASES = {
                       "unsigned (*keep)() = rd;\n", "std::random_device"),
     "ifunc": ('static int impl() { return 1; }\nextern "C" void* resolve_it() { return (void*)impl; }\n'
               'extern "C" int chooser() __attribute__((ifunc("resolve_it")));\n', "indirect function (ifunc)"),
+    "cub-reduce": ("#include <cub/device/device_reduce.cuh>\nstatic void s(const float* i, float* o, int n) { "
+                   "size_t b = 0; cub::DeviceReduce::Sum(nullptr, b, i, o, n); }\n"
+                   "static void (*keep)(const float*, float*, int) = s;\n", "this lab forbids *cub::*"),
     # accepted: what students write
+    "helper-named-cubes": ("template <typename T> T sum_of_cubes(const T* v, int n) { T s = 0; "
+                           "for (int i = 0; i < n; ++i) s += v[i] * v[i] * v[i]; return s; }\n"
+                           "template float sum_of_cubes<float>(const float*, int);\n", ""),
     "printf-and-containers": ("#include <cstdio>\n#include <algorithm>\n#include <vector>\n#include <string>\n"
                               "static void dbg(std::vector<float> v) { std::sort(v.begin(), v.end()); "
                               'std::string s = "n=" + std::to_string(v.size()); printf("%s %f\\n", s.c_str(), v[0]); '
@@ -153,13 +160,20 @@ def _contract() -> set[str]:
             "_Z15allocate_pinnedm", "_Z11free_pinnedPf", "_Z15vector_add_fastPKfS0_Pfm"}
 
 
+# Cases judged by another lab's [forbid] list (its other rules are lab 03's): lab 06 forbids CUB.
+FORBID_OF = {"cub-reduce": "06-reduce", "helper-named-cubes": "06-reduce"}
+
+
 @NEEDS_NVCC
 @pytest.mark.parametrize("name", list(CASES))
 def test_planted_line_is_judged(name: str, compiled) -> None:
     obj_path, log = compiled[name]
     assert obj_path is not None, f"{name} did not compile:\n{log}"
     listing = obj_path.with_suffix(".s")
-    findings = check_object(read_object(obj_path), LAB03, _contract(), [obj_path.with_name("vector_add.cu")],
+    lab = LAB03
+    if name in FORBID_OF:
+        lab = dataclasses.replace(LAB03, forbidden_symbols=LABS[FORBID_OF[name]].forbidden_symbols)
+    findings = check_object(read_object(obj_path), lab, _contract(), [obj_path.with_name("vector_add.cu")],
                             listing.read_text() if listing.is_file() else None)
     text = "\n".join(f.line() for f in findings)
     want = CASES[name][1]
