@@ -215,13 +215,11 @@ class _Checker:
 
     def definitions(self) -> None:
         stubs = self._device_stubs()
-        forbid = self.lab.forbidden_symbols
         for sym in self.obj.defined():
             if not sym.external:
                 continue
             name, shown = sym.name, self.show(sym.name)
-            if any(fnmatch.fnmatchcase(shown, g) for g in forbid):
-                self.add("forbidden", shown, f"this lab forbids {self._forbid_glob(shown)}: write the code yourself")
+            if self.forbidden(shown):
                 continue
             if sym.type == "IFUNC":
                 self.add("definition", shown, WHY_IFUNC)
@@ -245,29 +243,34 @@ class _Checker:
             else:
                 self.add("definition", shown, WHY_EXTERNAL)
 
-    def _forbid_glob(self, name: str) -> str:
-        return next((g for g in self.lab.forbidden_symbols if fnmatch.fnmatchcase(name, g)), name)
+    def _forbid_glob(self, shown: str) -> str | None:
+        """The first of the lab's [forbid] globs that the (demangled) name matches."""
+        return next((g for g in self.lab.forbidden_symbols if fnmatch.fnmatchcase(shown, g)), None)
+
+    def forbidden(self, shown: str, once_per_glob: bool = False) -> bool:
+        """Refuses the name when a [forbid] glob matches it (once_per_glob: unless that glob has refused
+        a name already); says whether a glob matched."""
+        glob = self._forbid_glob(shown)
+        if glob is None:
+            return False
+        if not (once_per_glob and any(f.kind == "forbidden" and self._forbid_glob(f.name) == glob
+                                      for f in self.findings)):
+            self.add("forbidden", shown, f"this lab forbids {glob}: write the code yourself")
+        return True
 
     def local_definitions(self) -> None:
         """A forbidden library's code compiled into the file with internal linkage (CUB's kernels and
-        their launch stubs are local symbols): the first such function or object per glob, so that one
-        use of a library is one line."""
-        named = {self._forbid_glob(f.name) for f in self.findings if f.kind == "forbidden"}
+        their launch stubs are local symbols): one line per glob, so that one use of a library is one
+        line."""
         local = [s for s in self.obj.defined() if not s.external and s.type in ("FUNC", "OBJECT")]
         for sym in sorted(local, key=lambda s: s.type != "FUNC"):  # a function names the library best
-            shown = self.show(sym.name)
-            glob = next((g for g in self.lab.forbidden_symbols if fnmatch.fnmatchcase(shown, g)), None)
-            if glob is not None and glob not in named:
-                named.add(glob)
-                self.add("forbidden", shown, f"this lab forbids {glob}: write the code yourself")
+            self.forbidden(self.show(sym.name), once_per_glob=True)
 
     def references(self) -> None:
         stubs: set[str] | None = None
-        forbid = self.lab.forbidden_symbols
         for sym in self.obj.undefined():
             name, shown = sym.name, self.show(sym.name)
-            if any(fnmatch.fnmatchcase(shown, g) for g in forbid):
-                self.add("forbidden", shown, f"this lab forbids {self._forbid_glob(shown)}: write the code yourself")
+            if self.forbidden(shown):
                 continue
             if name == "exit":
                 stubs = self._device_stubs() if stubs is None else stubs
