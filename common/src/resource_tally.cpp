@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace {
@@ -81,6 +82,28 @@ ResourceTally resource_tally() {
   const auto count = [&](Kind k) { return static_cast<std::int64_t>(t.held[k].size()); };
   return {t.bytes[kDevice], count(kDevice), t.bytes[kPinned], count(kPinned), count(kStream), count(kEvent),
           t.allocation_calls};
+}
+
+std::string held_beyond(const ResourceTally& before) {
+  const ResourceTally now = resource_tally();
+  std::string out;
+  const auto held = [&out](std::int64_t more, const std::string& what) {
+    if (more != 0) out += (out.empty() ? "" : ", ") + what;
+  };
+  const auto memory = [](std::int64_t bytes, std::int64_t allocations, const char* kind, const char* release) {
+    const std::string size =
+        bytes % 1024 == 0 ? std::to_string(bytes / 1024) + " KiB" : std::to_string(bytes) + " bytes";
+    return size + " of " + kind + " memory in " + std::to_string(allocations) + " allocation(s) (" + release + ")";
+  };
+  const std::int64_t streams = now.streams - before.streams, events = now.events - before.events;
+  const std::int64_t device = now.device_bytes - before.device_bytes, pinned = now.pinned_bytes - before.pinned_bytes;
+  held(streams, std::to_string(streams) + " stream(s) (cudaStreamDestroy for every stream)");
+  held(events, std::to_string(events) + " event(s) (cudaEventDestroy for every event)");
+  held(device, memory(device, now.device_allocations - before.device_allocations, "device",
+                      "cudaFree for every cudaMalloc"));
+  held(pinned, memory(pinned, now.pinned_allocations - before.pinned_allocations, "pinned",
+                      "cudaFreeHost for every cudaMallocHost"));
+  return out;
 }
 
 }  // namespace cudalab

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -47,11 +48,14 @@ TEST_F(ResourceTally, DeviceBytesComeAndGo) {
   auto now = cudalab::resource_tally();
   EXPECT_EQ(now.device_bytes - before.device_bytes, static_cast<std::int64_t>(3 * kBytes));
   EXPECT_EQ(now.device_allocations - before.device_allocations, 2);
+  EXPECT_EQ(cudalab::held_beyond(before),
+            "9216 KiB of device memory in 2 allocation(s) (cudaFree for every cudaMalloc)");
   CUDA_CHECK(tally_probe_free(a));  // freed from the library, allocated in the binary: one tally
   CUDA_CHECK(cudaFree(b));
   now = cudalab::resource_tally();
   EXPECT_EQ(now.device_bytes, before.device_bytes);
   EXPECT_EQ(now.device_allocations, before.device_allocations);
+  EXPECT_EQ(cudalab::held_beyond(before), "");
 }
 
 TEST_F(ResourceTally, PitchedAnd3DCountWhatTheRuntimeGave) {
@@ -115,6 +119,8 @@ TEST_F(ResourceTally, StreamsAndEventsAreCountedWhileAlive) {
   now = cudalab::resource_tally();
   EXPECT_EQ(now.streams - before.streams, 1);  // s3 still alive
   EXPECT_EQ(now.events - before.events, 1);    // e2 still alive
+  EXPECT_EQ(cudalab::held_beyond(before),
+            "1 stream(s) (cudaStreamDestroy for every stream), 1 event(s) (cudaEventDestroy for every event)");
   CUDA_CHECK(cudaStreamDestroy(s3));
   CUDA_CHECK(cudaEventDestroy(e2));
   now = cudalab::resource_tally();

@@ -237,11 +237,8 @@ TEST_F(PitchedMemoryCorrectness, FreeReleasesEverything) {
     PitchedImage again = upload_pitched(host, s.width, s.height);
     free_pitched(again);
   }
-  const cudalab::ResourceTally after = cudalab::resource_tally();
-  EXPECT_EQ(after.device_bytes - before.device_bytes, 0)
-      << "device memory held grew by " << (after.device_bytes - before.device_bytes) / 1024 << " KiB in "
-      << after.device_allocations - before.device_allocations << " allocation(s) over 32 upload/free pairs: "
-      << "free_pitched must cudaFree the data";
+  const std::string kept = cudalab::held_beyond(before);
+  EXPECT_TRUE(kept.empty()) << "32 more upload/free pairs kept " << kept << ": free_pitched must cudaFree the data";
 }
 
 // --- Task 2 and challenge: the map ---------------------------------------------------------------

@@ -369,20 +369,12 @@ constexpr std::int64_t kLeakHostBytes = std::int64_t{4} << 20;
     host_growth = resident_host_bytes() - host_before;
     if (host_growth < kLeakHostBytes) break;
   }
-  const cudalab::ResourceTally after = cudalab::resource_tally();
-  const std::int64_t streams = after.streams - before.streams, events = after.events - before.events;
-  const std::int64_t device = after.device_bytes - before.device_bytes, pinned = after.pinned_bytes - before.pinned_bytes;
-  if (streams == 0 && events == 0 && device == 0 && pinned == 0 && host_growth < kLeakHostBytes)
-    return ::testing::AssertionSuccess();
-  std::ostringstream kept;
-  if (streams != 0) kept << streams << " stream(s) (cudaStreamDestroy for every stream), ";
-  if (events != 0) kept << events << " event(s) (cudaEventDestroy for every event), ";
-  if (device != 0) kept << device / 1024 << " KiB of device memory (cudaFree for every cudaMalloc), ";
-  if (pinned != 0) kept << pinned / 1024 << " KiB of pinned memory (cudaFreeHost for every cudaMallocHost), ";
-  if (host_growth >= kLeakHostBytes) kept << host_growth / 1024 << " KiB more host memory twice in a row, ";
-  std::string list = kept.str();
-  list.resize(list.size() - 2);
-  return ::testing::AssertionFailure() << made << " more calls of " << what << " kept " << list
+  std::string kept = cudalab::held_beyond(before);
+  if (host_growth >= kLeakHostBytes) {
+    kept += (kept.empty() ? "" : ", ") + std::to_string(host_growth / 1024) + " KiB more host memory twice in a row";
+  }
+  if (kept.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << made << " more calls of " << what << " kept " << kept
                                        << ": something is created and never released";
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace cudalab {
 
@@ -22,5 +23,10 @@ struct ResourceTally {
 
 // What the process holds now (a consistent snapshot).
 ResourceTally resource_tally();
+
+// What the process holds now beyond `before`, in words, each kind with what releases it ("2 stream(s)
+// (cudaStreamDestroy for every stream), 4096 KiB of device memory in 1 allocation(s) (cudaFree for
+// every cudaMalloc)"); empty when it holds exactly what it held then. A leak test's message.
+std::string held_beyond(const ResourceTally& before);
 
 }  // namespace cudalab
