@@ -140,12 +140,11 @@ const ByteInput& input_for(Dist d, std::size_t n) {
 
 using HistogramFn = void (*)(const unsigned char*, std::size_t, unsigned int*);
 
-// Fills the shared memory of every SM with junk. Shared memory is not cleared between kernels, so the
-// next kernel finds junk where it did not zero its own private bins, on every run, not only when an
-// earlier test happened to leave counts behind.
-// (A different value in every word.) Left out in small mode: under compute-sanitizer, which checks every
-// shared-memory store, the scribble before each test made a full sanitizer pass take minutes; there,
-// call_before's counts are the junk.
+// Fills the shared memory of every SM with junk (a different value in every word). Shared memory is not
+// cleared between kernels, so the next kernel finds junk where it did not zero its own private bins, not
+// only when an earlier test happened to leave counts behind. Left out in small mode: under
+// compute-sanitizer, which checks every shared-memory store, the scribble before each test made a full
+// sanitizer pass take minutes; there, call_before's counts are the junk.
 void dirty_shared_memory() { cudalab::scribble_shared_memory({0xA5A5A5A5u, 2654435761u}); }
 
 // The call just before the one a test judges: the same function on n copies of one byte, whose answer
@@ -171,8 +170,9 @@ void call_before(void (*fn)(const Char*, std::size_t, unsigned int*), std::size_
 }
 
 // Runs fn on a fresh device copy of the input with poisoned bins (0xA5A5A5A5), junk in shared memory
-// and a call just before (call_before), returns the bins. The input and the bins are GuardedBuffers: a write outside the 256 bins (or
-// into the input) fails the test, and a byte read past the end of the input is junk, not a zero.
+// and a call just before (call_before), returns the bins. The input and the bins are GuardedBuffers: a
+// write outside the 256 bins (or into the input) fails the test, and a byte read past the end of the
+// input is junk, not a zero.
 std::vector<unsigned int> run_histogram(HistogramFn fn, const char* name, const std::vector<unsigned char>& in) {
   GuardedBuffer<unsigned char> d_in(in);
   GuardedBuffer<unsigned int> d_bins(kNumBins);
