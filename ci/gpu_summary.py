@@ -31,15 +31,6 @@ def below_full_marks(lab: LabResult) -> str:
 BASELINE = Path(__file__).resolve().parent / "perf-baseline.json"
 
 
-def headline_ratio(perf) -> float | None:
-    """The ratio the summary leads with: to the library (thrust, CUB, cuBLAS, memcpy, the empty kernel),
-    else over the serial version."""
-    if perf.baseline and perf.series(perf.baseline) is not None:
-        return perf.ratio_to_baseline
-    serial = next((v for v in perf.variants if v.name == "serial"), None)
-    return perf.speed_ratio(serial) if serial is not None else None
-
-
 def against_baseline(gpu_name: str, ratios: dict[str, float], baseline_path: Path = BASELINE) -> list[str]:
     """Lines comparing this run's headline ratios with the recorded ones for this GPU model ([] when none
     is recorded). Informational: a busy machine moves short timings, so nothing fails on it."""
@@ -119,7 +110,7 @@ def main(results_path: str, skeletons_path: str | None = None) -> int:
             p = t.perf
             if p is None or p.impl is None or t.status is not Status.PASSED:
                 continue
-            ratio = headline_ratio(p)
+            ratio = p.headline_ratio
             if ratio is not None:
                 headline[t.name] = ratio
             impl_rate = p.rate(p.impl)

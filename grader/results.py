@@ -100,6 +100,15 @@ class Perf:
     def ratio_to_baseline(self) -> float | None:
         return self.speed_ratio(self.series(self.baseline)) if self.baseline else None
 
+    @property
+    def headline_ratio(self) -> float | None:
+        """The ratio a summary leads with: to the library baseline (thrust, CUB, cuBLAS, memcpy, the empty
+        kernel), else over the serial version; None when the test times neither."""
+        if self.baseline and self.series(self.baseline) is not None:
+            return self.ratio_to_baseline
+        serial = self.series("serial")
+        return self.speed_ratio(serial) if serial is not None else None
+
 
 @dataclass
 class TestResult:
