@@ -21,7 +21,7 @@ the same hour on the same GPU instead:
           rounds beside it: a change inside that spread is noise, not a regression.
 
 DIR gets perf-ab.txt, perf-ab.json, the runs and the build logs. Exit 0 when no ratio is below, 1 when
-one is, 2 for a usage error, 3 when a tree does not build, 4 without a GPU.
+one is, 2 for a usage error, 3 when nothing was built or no perf test timed anything, 4 without a GPU.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.environment import choose_preset, probe_gpu  # noqa: E402
+from grader.environment import choose_preset, git_commit, probe_gpu  # noqa: E402
 from grader.gtest import GtestError, load_report  # noqa: E402
 from grader.labs import LabError, discover, select  # noqa: E402
 from grader.results import Status  # noqa: E402
@@ -176,8 +176,12 @@ def render(rows: list[Row], meta: dict) -> str:
     def rounds(values: list[float]) -> str:
         return " ".join(f"{v:.2f}" for v in values) or "-"
 
-    lines = [f"perf A/B on {meta.get('gpu', '?')}: base {meta['base']['rev']} ({meta['base']['commit'][:9]}), "
-             f"head {meta['head']['rev']}; {meta['rounds']} round(s), tolerance {meta['tolerance']:.0%}",
+    def named(tree: dict) -> str:
+        short = tree["commit"][:9] if re.fullmatch(r"[0-9a-f]{40}", tree["commit"]) else tree["commit"]
+        return tree["rev"] if short == tree["rev"] else f"{tree['rev']} ({short})"
+
+    lines = [f"perf A/B on {meta.get('gpu', '?')}: base {named(meta['base'])}, head {named(meta['head'])}; "
+             f"{meta['rounds']} round(s), tolerance {meta['tolerance']:.0%}",
              "ratio = the headline ratio (to the library, else over the serial version), one per round",
              ""]
     width = max([len(r.test) for r in rows] + [4])
@@ -199,9 +203,13 @@ def render(rows: list[Row], meta: dict) -> str:
 
 def write(out: Path, rows: list[Row], meta: dict) -> int:
     text = render(rows, meta)
+    if not rows:
+        text += "nothing to compare: no perf test reported a ratio in either tree (skipped or failed: see runs/*.log)\n"
     (out / "perf-ab.txt").write_text(text)
     (out / "perf-ab.json").write_text(json.dumps({**meta, "rows": [asdict(r) for r in rows]}, indent=2) + "\n")
     print(text, end="")
+    if not rows:
+        return 3
     return 1 if any(r.verdict == "below" for r in rows) else 0
 
 
@@ -219,7 +227,7 @@ def measure(args: argparse.Namespace) -> int:
     (out / "logs").mkdir(exist_ok=True)
     base_commit = prepare_tree(ROOT, args.base, out / "trees" / "base")
     trees = {"base": out / "trees" / "base", "head": ROOT}
-    head_commit = "working tree"
+    head_commit = git_commit(ROOT) or "working tree"  # "+dirty" when it has uncommitted changes
     if args.head:
         head_commit = prepare_tree(ROOT, args.head, out / "trees" / "head")
         trees["head"] = out / "trees" / "head"

@@ -179,6 +179,7 @@ def test_a_whole_measurement_with_stand_ins(monkeypatch, tmp_path: Path) -> None
     assert order == ["base", "head", "head", "base"]
     saved = json.loads((out / "perf-ab.json").read_text())
     assert saved["gpu"] == "NVIDIA H100 80GB HBM3" and saved["head"]["rev"] == "working tree"
+    assert saved["head"]["commit"]  # this checkout's short hash (+dirty), for the record
     assert saved["rows"][0]["base"] == [1.02, 1.02] and saved["rows"][0]["verdict"] == "below"
     assert json.loads((out / "meta.json").read_text())["rounds"] == 2
     assert "0 of 1 ratio(s) within 2%" in (out / "perf-ab.txt").read_text()
@@ -191,6 +192,22 @@ def test_nothing_built_is_exit_3(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(perf_ab, "bin_dir", lambda tree, preset: tmp_path / "none")
     monkeypatch.setattr(perf_ab, "build_tree", lambda *a: False)
     assert perf_ab.main(["--base", "430bfeb", "--labs", "08", "--out", str(tmp_path / "o")]) == 3
+
+
+def test_runs_that_timed_nothing_are_exit_3_not_a_pass(tmp_path: Path) -> None:
+    """Without a GPU every perf test skips: an empty comparison must not read as 'nothing got slower'."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    skipped = gtest_json({UNIFORM: (1.0, 1.0)})
+    entry = skipped["testsuites"][0]["testsuite"][0]
+    entry["result"] = "SKIPPED"
+    for k in [k for k in entry if k.startswith(("perf_", "impl.", "cub."))]:
+        del entry[k]
+    for tree in ("base", "head"):
+        (runs / f"{tree}-08-1.json").write_text(json.dumps(skipped))
+    (tmp_path / "meta.json").write_text(json.dumps(meta()))
+    assert perf_ab.main(["--compare", str(tmp_path)]) == 3
+    assert "nothing to compare" in (tmp_path / "perf-ab.txt").read_text()
 
 
 def test_run_perf_runs_full_size_and_reports_a_missing_report(tmp_path: Path, monkeypatch) -> None:
