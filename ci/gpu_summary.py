@@ -49,6 +49,9 @@ def against_baseline(gpu_name: str, ratios: dict[str, float], baseline_path: Pat
     lines = [f"perf against the baseline ({gpu_name}; {entry.get('recorded', '')}): "
              f"{len(compared) - len(below)} of {len(compared)} ratio(s) within {tolerance:.0%} or above"]
     lines += [f"  below: {n} {now:.2f}x, was {was:.2f}x ({(now / was - 1):+.0%})" for n, now, was in below]
+    if below:  # a recorded number cannot tell a slower reference from another day on the GPU
+        lines.append("  to tell a slower reference from another day: bench/perf_ab.py --base REV times REV and "
+                     "this checkout side by side")
     return lines
 
 
