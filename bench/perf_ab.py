@@ -42,7 +42,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.cmake import CMakeBuilder  # noqa: E402
 from grader.environment import choose_preset, git_commit, probe_gpu  # noqa: E402
+from grader.errors import GraderError  # noqa: E402
 from grader.gtest import GtestError, load_report  # noqa: E402
 from grader.labs import LabError, discover, select  # noqa: E402
 from grader.results import Status  # noqa: E402
@@ -107,22 +109,25 @@ def prepare_tree(root: Path, rev: str, dest: Path) -> str:
     return commit
 
 
-def build_tree(tree: Path, preset: str, targets: list[str], jobs: int, log: Path) -> bool:
-    """Configure (once) and build the targets, past a target that fails; the output goes to log. False
-    when a step failed (the targets that did build are still there)."""
-    with log.open("w") as out:
-        if not (tree / "build" / preset / "CMakeCache.txt").is_file():
-            generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-            if subprocess.run(["cmake", "--preset", preset, *generator], cwd=tree, stdout=out,
-                              stderr=subprocess.STDOUT).returncode != 0:
-                return False
-        keep_going = ["--", "-k", "0"] if (tree / "build" / preset / "build.ninja").is_file() else ["--", "-k"]
-        build = ["cmake", "--build", f"build/{preset}", "--parallel", str(jobs), "--target", *targets, *keep_going]
-        return subprocess.run(build, cwd=tree, stdout=out, stderr=subprocess.STDOUT).returncode == 0
-
-
-def bin_dir(tree: Path, preset: str) -> Path:
-    return tree / "build" / preset / "bin"
+def build_tree(tree: Path, preset: str, labs: list[str], jobs: int, log: Path) -> bool:
+    """Configure the tree for these labs (directory names) and build their reference binaries, with the
+    grader's own CMakeBuilder; the output goes to log. All at once first, then, after a failure, one
+    target at a time, so that one lab that does not build leaves the others built. False when any failed."""
+    builder = CMakeBuilder(tree, preset, jobs)
+    targets = [f"lab{name[:2]}_solution" for name in labs]
+    try:
+        builder.configure(labs)
+    except GraderError as err:
+        log.write_text(f"{err}\n")
+        return False
+    code, output = builder.run_build(*targets)
+    outputs = [output]
+    if code != 0:
+        results = [builder.build(t) for t in targets if not (builder.bin_dir / t).exists()]
+        outputs += [r.log for r in results]
+        code = 0 if all(r.ok for r in results) else 1
+    log.write_text("\n".join(outputs))
+    return code == 0
 
 
 def run_order(round_no: int, trees: tuple[str, ...] = TREES) -> list[str]:
@@ -240,13 +245,13 @@ def measure(args: argparse.Namespace) -> int:
 
     def build(tree: str) -> None:
         # a lab the tree does not have yet is left out of it, not an error
-        targets = [f"lab{lab.number:02d}_solution" for lab in labs if (trees[tree] / "labs" / lab.name).is_dir()]
-        if not targets or not build_tree(trees[tree], preset, targets, jobs, out / "logs" / f"build-{tree}.log"):
+        present = [lab.name for lab in labs if (trees[tree] / "labs" / lab.name).is_dir()]
+        if not present or not build_tree(trees[tree], preset, present, jobs, out / "logs" / f"build-{tree}.log"):
             meta["problems"].append(f"{tree}: not every binary built (logs/build-{tree}.log); the missing ones are skipped")
 
     with ThreadPoolExecutor(max_workers=len(trees)) as pool:
         list(pool.map(build, trees))
-    binaries = {(tree, lab.number): bin_dir(trees[tree], preset) / f"lab{lab.number:02d}_solution"
+    binaries = {(tree, lab.number): CMakeBuilder(trees[tree], preset).bin_dir / f"lab{lab.number:02d}_solution"
                 for tree in trees for lab in labs}
     if not any(b.exists() for b in binaries.values()):
         print(f"perf_ab: no reference binary built in either tree; see {out / 'logs'}", file=sys.stderr)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -150,16 +151,15 @@ def test_a_whole_measurement_with_stand_ins(monkeypatch, tmp_path: Path) -> None
     monkeypatch.setattr(perf_ab, "commit_of", lambda root, rev: "c" * 40)
     monkeypatch.setattr(perf_ab, "prepare_tree", lambda root, rev, dest: (dest / "labs" / "08-histogram").mkdir(
         parents=True, exist_ok=True) or "c" * 40)
-    monkeypatch.setattr(perf_ab, "bin_dir", lambda tree, preset: tmp_path / "bins" / ("base" if tree.name == "base"
-                                                                                     else "head"))
+    monkeypatch.setattr(perf_ab, "CMakeBuilder", lambda tree, preset, jobs=None: stand_in_builder(tmp_path, tree))
     built: list[tuple[str, list[str]]] = []
 
-    def fake_build(tree: Path, preset: str, targets: list[str], jobs: int, log: Path) -> bool:
-        where = perf_ab.bin_dir(tree, preset)
-        built.append((where.name, targets))
+    def fake_build(tree: Path, preset: str, labs: list[str], jobs: int, log: Path) -> bool:
+        where = perf_ab.CMakeBuilder(tree, preset).bin_dir
+        built.append((where.name, labs))
         where.mkdir(parents=True, exist_ok=True)
-        for t in targets:
-            (where / t).write_text("")
+        for name in labs:
+            (where / f"lab{name[:2]}_solution").write_text("")
         log.write_text("built\n")
         return True
 
@@ -175,7 +175,7 @@ def test_a_whole_measurement_with_stand_ins(monkeypatch, tmp_path: Path) -> None
     monkeypatch.setattr(perf_ab, "run_perf", fake_run)
     out = tmp_path / "out"
     assert perf_ab.main(["--base", "430bfeb", "--labs", "08", "--out", str(out), "--rounds", "2"]) == 1
-    assert sorted(built) == [("base", ["lab08_solution"]), ("head", ["lab08_solution"])]
+    assert sorted(built) == [("base", ["08-histogram"]), ("head", ["08-histogram"])]
     assert order == ["base", "head", "head", "base"]
     saved = json.loads((out / "perf-ab.json").read_text())
     assert saved["gpu"] == "NVIDIA H100 80GB HBM3" and saved["head"]["rev"] == "working tree"
@@ -189,9 +189,55 @@ def test_nothing_built_is_exit_3(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(perf_ab, "probe_gpu", lambda: GpuProbe(True, name="NVIDIA H200", compute_capability="9.0"))
     monkeypatch.setattr(perf_ab, "commit_of", lambda root, rev: "c" * 40)
     monkeypatch.setattr(perf_ab, "prepare_tree", lambda root, rev, dest: "c" * 40)
-    monkeypatch.setattr(perf_ab, "bin_dir", lambda tree, preset: tmp_path / "none")
+    monkeypatch.setattr(perf_ab, "CMakeBuilder", lambda tree, preset, jobs=None: SimpleNamespace(bin_dir=tmp_path))
     monkeypatch.setattr(perf_ab, "build_tree", lambda *a: False)
     assert perf_ab.main(["--base", "430bfeb", "--labs", "08", "--out", str(tmp_path / "o")]) == 3
+
+
+class StandInBuilder:
+    """CMakeBuilder's part that build_tree uses: configure may fail, the build of all targets fails, and
+    then each target alone builds unless it is named in `broken`."""
+
+    def __init__(self, bin_dir: Path, broken: set[str] = frozenset(), configure_error: str = "") -> None:
+        self.bin_dir, self.broken, self.configure_error = bin_dir, broken, configure_error
+        self.calls: list[tuple] = []
+
+    def configure(self, labs: list[str]) -> None:
+        self.calls.append(("configure", labs))
+        if self.configure_error:
+            raise perf_ab.GraderError(self.configure_error)
+
+    def run_build(self, *targets: str) -> tuple[int, str]:
+        self.calls.append(("build all", targets))
+        return 1, "FAILED: one target"
+
+    def build(self, target: str):
+        self.calls.append(("build", target))
+        ok = target not in self.broken
+        if ok:
+            (self.bin_dir / target).write_text("")
+        return SimpleNamespace(ok=ok, log=f"{target}: {'built' if ok else 'error'}")
+
+
+def stand_in_builder(tmp_path: Path, tree: Path) -> StandInBuilder:
+    return StandInBuilder(tmp_path / "bins" / ("base" if tree.name == "base" else "head"))
+
+
+def test_build_tree_builds_each_target_alone_after_a_failure(monkeypatch, tmp_path: Path) -> None:
+    """One lab that does not build leaves the others built (and the log says which failed)."""
+    builder = StandInBuilder(tmp_path, broken={"lab06_solution"})
+    monkeypatch.setattr(perf_ab, "CMakeBuilder", lambda tree, preset, jobs=None: builder)
+    log = tmp_path / "build.log"
+    assert not perf_ab.build_tree(tmp_path, "default", ["03-vector-add", "06-reduce"], 4, log)
+    assert builder.calls == [("configure", ["03-vector-add", "06-reduce"]),
+                             ("build all", ("lab03_solution", "lab06_solution")),
+                             ("build", "lab03_solution"), ("build", "lab06_solution")]
+    assert (tmp_path / "lab03_solution").exists() and not (tmp_path / "lab06_solution").exists()
+    assert "lab06_solution: error" in log.read_text()
+    failing = StandInBuilder(tmp_path, configure_error="cmake --preset default failed: no nvcc")
+    monkeypatch.setattr(perf_ab, "CMakeBuilder", lambda tree, preset, jobs=None: failing)
+    assert not perf_ab.build_tree(tmp_path, "default", ["03-vector-add"], 4, log)
+    assert failing.calls == [("configure", ["03-vector-add"])] and "no nvcc" in log.read_text()
 
 
 def test_runs_that_timed_nothing_are_exit_3_not_a_pass(tmp_path: Path) -> None:
