@@ -18,7 +18,9 @@ the same hour on the same GPU instead:
   judge   each perf test's headline ratio (to the library, else over the serial version; the one the
           gpu-check summary shows) in every round, its median per tree, and head / base. A head more than
           the tolerance (default 2 %) below base is listed as below, with the spread of each tree's own
-          rounds beside it: a change inside that spread is noise, not a regression.
+          rounds beside it: a change inside that spread is noise, not a regression. Beside the ratio, the
+          change in the reference's own median time (impl): a ratio can fall because the library got
+          faster under a changed protocol while the reference did not get slower, and the table says which.
 
 DIR gets perf-ab.txt, perf-ab.json, the runs and the build logs. Exit 0 when no ratio is below, 1 when
 one is, 2 for a usage error, 3 when nothing was built or no perf test timed anything, 4 without a GPU.
@@ -67,6 +69,8 @@ class Row:
     base: list[float] = field(default_factory=list)  # the headline ratio of each round
     head: list[float] = field(default_factory=list)
     verdict: str = ""  # "ok", "below", or "only in base" / "only in head"
+    base_ms: list[float] = field(default_factory=list)  # the impl's median time of each round
+    head_ms: list[float] = field(default_factory=list)
 
     @staticmethod
     def median(values: list[float]) -> float | None:
@@ -80,6 +84,12 @@ class Row:
     @property
     def change(self) -> float | None:
         b, h = self.median(self.base), self.median(self.head)
+        return h / b - 1 if b and h else None
+
+    @property
+    def time_change(self) -> float | None:
+        """head / base - 1 of the impl's median time: positive when the reference itself got slower."""
+        b, h = self.median(self.base_ms), self.median(self.head_ms)
         return h / b - 1 if b and h else None
 
 
@@ -149,9 +159,13 @@ def run_perf(binary: Path, report: Path, log: Path, timeout_s: float) -> str:
     return ""
 
 
-def collect(runs: Path) -> dict[tuple[str, str], dict[str, list[float]]]:
-    """(lab, test) -> tree -> the headline ratio of every round that timed it, in round order."""
-    found: dict[tuple[str, str], dict[str, list[float]]] = {}
+Found = dict[tuple[str, str], dict[str, list[float]]]  # (lab, test) -> tree -> one value per round
+
+
+def collect(runs: Path, what: str = "ratio") -> Found:
+    """(lab, test) -> tree -> the headline ratio (what="ratio") or the impl's median ms (what="impl_ms") of
+    every round that timed it, in round order."""
+    found: Found = {}
     names = [(int(m["round"]), m["lab"], m["tree"], p) for p in runs.glob("*.json") if (m := RUN_NAME.match(p.name))]
     for _, lab, tree, path in sorted(names):
         try:
@@ -159,16 +173,20 @@ def collect(runs: Path) -> dict[tuple[str, str], dict[str, list[float]]]:
         except GtestError:
             continue  # a run cut short: its round counts for neither tree
         for t in parsed.tests:
-            ratio = t.perf.headline_ratio if t.perf is not None and t.status is Status.PASSED else None
-            if ratio is not None:
-                found.setdefault((lab, t.name), {}).setdefault(tree, []).append(ratio)
+            if t.perf is None or t.status is not Status.PASSED or t.perf.headline_ratio is None:
+                continue
+            value = t.perf.headline_ratio if what == "ratio" else t.perf.impl.median_ms if t.perf.impl else None
+            if value is not None:
+                found.setdefault((lab, t.name), {}).setdefault(tree, []).append(value)
     return found
 
 
-def judge(found: dict[tuple[str, str], dict[str, list[float]]], tolerance: float) -> list[Row]:
+def judge(found: Found, tolerance: float, times: Found | None = None) -> list[Row]:
     rows = []
     for (lab, test), by_tree in sorted(found.items()):
-        row = Row(test, lab, by_tree.get("base", []), by_tree.get("head", []))
+        ms = (times or {}).get((lab, test), {})
+        row = Row(test, lab, by_tree.get("base", []), by_tree.get("head", []),
+                  base_ms=ms.get("base", []), head_ms=ms.get("head", []))
         if not row.base or not row.head:
             row.verdict = "only in base" if row.base else "only in head"
         else:
@@ -191,17 +209,23 @@ def render(rows: list[Row], meta: dict) -> str:
              ""]
     width = max([len(r.test) for r in rows] + [4])
     lines.append(f"{'lab':<4} {'test':<{width}}  {'base rounds':<16} {'head rounds':<16} {'base':>5} {'head':>5} "
-                 f"{'change':>7} {'spread':>13}  verdict")
+                 f"{'change':>7} {'spread':>13} {'impl time':>9}  verdict")
     for r in rows:
         b, h = r.median(r.base), r.median(r.head)
         change = f"{r.change:+.1%}" if r.change is not None else "-"
         spread = f"{r.spread(r.base):.1%}/{r.spread(r.head):.1%}" if r.base and r.head else "-"
+        time = f"{r.time_change:+.1%}" if r.time_change is not None else "-"
         lines.append(f"{r.lab:<4} {r.test:<{width}}  {rounds(r.base):<16} {rounds(r.head):<16} "
-                     f"{f'{b:.2f}' if b else '-':>5} {f'{h:.2f}' if h else '-':>5} {change:>7} {spread:>13}  "
-                     f"{r.verdict}")
+                     f"{f'{b:.2f}' if b else '-':>5} {f'{h:.2f}' if h else '-':>5} {change:>7} {spread:>13} "
+                     f"{time:>9}  {r.verdict}")
     below = [r for r in rows if r.verdict == "below"]
     lines += ["", f"{len(rows) - len(below)} of {len(rows)} ratio(s) within {meta['tolerance']:.0%} of base or above"
               + (f"; below: {', '.join(r.test for r in below)}" if below else "")]
+    # A ratio is a quotient: when the reference's own time held, the other side of it moved.
+    held = [r for r in below if r.time_change is not None and r.time_change <= meta["tolerance"]]
+    if held:
+        lines.append(f"of those, the reference's own time is within {meta['tolerance']:.0%} of base in: "
+                     f"{', '.join(r.test for r in held)} (the library's or the serial version's time moved)")
     lines += [f"problem: {p}" for p in meta.get("problems", [])]
     return "\n".join(lines) + "\n"
 
@@ -268,7 +292,7 @@ def measure(args: argparse.Namespace) -> int:
                     meta["problems"].append(f"round {round_no}, {tree}: {problem}")
         print(f"perf_ab: round {round_no} of {args.rounds} done", flush=True)
         (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")  # --compare works on a cut-short run
-    return write(out, judge(collect(out / "runs"), meta["tolerance"]), meta)
+    return write(out, judge(collect(out / "runs"), meta["tolerance"], collect(out / "runs", "impl_ms")), meta)
 
 
 def compare(out: Path, tolerance_pct: float | None) -> int:
@@ -278,7 +302,7 @@ def compare(out: Path, tolerance_pct: float | None) -> int:
         raise PerfAbError(f"{out}: no readable meta.json from an earlier run ({err})") from None
     if tolerance_pct is not None:
         meta["tolerance"] = tolerance_pct / 100
-    return write(out, judge(collect(out / "runs"), meta["tolerance"]), meta)
+    return write(out, judge(collect(out / "runs"), meta["tolerance"], collect(out / "runs", "impl_ms")), meta)
 
 
 def main(argv: list[str] | None = None) -> int:

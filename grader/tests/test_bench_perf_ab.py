@@ -107,6 +107,28 @@ def test_a_ratio_below_base_by_more_than_the_tolerance_is_listed(tmp_path: Path)
     assert perf_ab.judge(perf_ab.collect(tmp_path / "runs"), 0.07)[1].verdict == "ok"
 
 
+def test_the_table_tells_a_slower_reference_from_a_faster_library(tmp_path: Path) -> None:
+    """Both ratios fall 5 %: Uniform because the library got faster (impl time held), HotBin because the
+    reference got slower. Only the first is named as the library's move."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for r in (1, 2):
+        (runs / f"base-08-{r}.json").write_text(json.dumps(gtest_json({UNIFORM: (1.0, 1.0), HOT: (1.0, 1.0)})))
+        (runs / f"head-08-{r}.json").write_text(json.dumps(gtest_json({UNIFORM: (1.0, 0.95), HOT: (1.0 / 0.95, 1.0)})))
+    rows = {r.test: r for r in perf_ab.judge(perf_ab.collect(runs), 0.02, perf_ab.collect(runs, "impl_ms"))}
+    assert rows[UNIFORM].verdict == rows[HOT].verdict == "below"
+    assert rows[UNIFORM].time_change == pytest.approx(0.0)
+    assert rows[HOT].time_change == pytest.approx(1 / 0.95 - 1)
+    (tmp_path / "meta.json").write_text(json.dumps(meta()))
+    assert perf_ab.main(["--compare", str(tmp_path)]) == 1
+    text = (tmp_path / "perf-ab.txt").read_text()
+    assert "impl time" in text and "+5.3%" in text
+    assert f"the reference's own time is within 2% of base in: {UNIFORM} (the library" in text
+    assert f"in: {HOT}" not in text and f", {HOT}" not in text.splitlines()[-1]
+    saved = json.loads((tmp_path / "perf-ab.json").read_text())["rows"]
+    assert {r["test"]: r["head_ms"] for r in saved} == {HOT: [1.0 / 0.95] * 2, UNIFORM: [1.0, 1.0]}
+
+
 def test_failed_or_unreadable_runs_count_for_no_tree(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     write_runs(runs, {"base": {UNIFORM: [1.0]}, "head": {UNIFORM: [1.0]}})
