@@ -5,4 +5,4 @@ each lab's rubric (lab.toml) and writes reports. Entry points: ``python3 -m grad
 ``__version__`` is the one place the version is written: pyproject.toml reads it, every results.json
 carries it (run.grader_version), and CHANGELOG.md's newest entry names it."""
 
-__version__ = "0.3.4"
+__version__ = "0.3.5"
