@@ -162,10 +162,11 @@ def run_perf(binary: Path, report: Path, log: Path, timeout_s: float) -> str:
 Found = dict[tuple[str, str], dict[str, list[float]]]  # (lab, test) -> tree -> one value per round
 
 
-def collect(runs: Path, what: str = "ratio") -> Found:
-    """(lab, test) -> tree -> the headline ratio (what="ratio") or the impl's median ms (what="impl_ms") of
-    every round that timed it, in round order."""
-    found: Found = {}
+def collect(runs: Path) -> tuple[Found, Found]:
+    """The headline ratio and the impl's median ms of every round that timed a test, in round order, each
+    as (lab, test) -> tree -> values; one pass over the reports."""
+    ratios: Found = {}
+    times: Found = {}
     names = [(int(m["round"]), m["lab"], m["tree"], p) for p in runs.glob("*.json") if (m := RUN_NAME.match(p.name))]
     for _, lab, tree, path in sorted(names):
         try:
@@ -175,16 +176,16 @@ def collect(runs: Path, what: str = "ratio") -> Found:
         for t in parsed.tests:
             if t.perf is None or t.status is not Status.PASSED or t.perf.headline_ratio is None:
                 continue
-            value = t.perf.headline_ratio if what == "ratio" else t.perf.impl.median_ms if t.perf.impl else None
-            if value is not None:
-                found.setdefault((lab, t.name), {}).setdefault(tree, []).append(value)
-    return found
+            ratios.setdefault((lab, t.name), {}).setdefault(tree, []).append(t.perf.headline_ratio)
+            if t.perf.impl is not None:
+                times.setdefault((lab, t.name), {}).setdefault(tree, []).append(t.perf.impl.median_ms)
+    return ratios, times
 
 
-def judge(found: Found, tolerance: float, times: Found | None = None) -> list[Row]:
+def judge(ratios: Found, times: Found, tolerance: float) -> list[Row]:
     rows = []
-    for (lab, test), by_tree in sorted(found.items()):
-        ms = (times or {}).get((lab, test), {})
+    for (lab, test), by_tree in sorted(ratios.items()):
+        ms = times.get((lab, test), {})
         row = Row(test, lab, by_tree.get("base", []), by_tree.get("head", []),
                   base_ms=ms.get("base", []), head_ms=ms.get("head", []))
         if not row.base or not row.head:
@@ -230,7 +231,9 @@ def render(rows: list[Row], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(out: Path, rows: list[Row], meta: dict) -> int:
+def write(out: Path, meta: dict) -> int:
+    """Judge what out/runs holds, write the tables, print the text; the exit code."""
+    rows = judge(*collect(out / "runs"), meta["tolerance"])
     text = render(rows, meta)
     if not rows:
         text += "nothing to compare: no perf test reported a ratio in either tree (skipped or failed: see runs/*.log)\n"
@@ -292,7 +295,7 @@ def measure(args: argparse.Namespace) -> int:
                     meta["problems"].append(f"round {round_no}, {tree}: {problem}")
         print(f"perf_ab: round {round_no} of {args.rounds} done", flush=True)
         (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")  # --compare works on a cut-short run
-    return write(out, judge(collect(out / "runs"), meta["tolerance"], collect(out / "runs", "impl_ms")), meta)
+    return write(out, meta)
 
 
 def compare(out: Path, tolerance_pct: float | None) -> int:
@@ -302,7 +305,7 @@ def compare(out: Path, tolerance_pct: float | None) -> int:
         raise PerfAbError(f"{out}: no readable meta.json from an earlier run ({err})") from None
     if tolerance_pct is not None:
         meta["tolerance"] = tolerance_pct / 100
-    return write(out, judge(collect(out / "runs"), meta["tolerance"], collect(out / "runs", "impl_ms")), meta)
+    return write(out, meta)
 
 
 def main(argv: list[str] | None = None) -> int:

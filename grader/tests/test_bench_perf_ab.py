@@ -99,12 +99,12 @@ def test_the_order_swaps_every_round() -> None:
 def test_a_ratio_below_base_by_more_than_the_tolerance_is_listed(tmp_path: Path) -> None:
     write_runs(tmp_path / "runs", {"base": {UNIFORM: [1.02, 1.01, 1.03], HOT: [1.00, 1.01, 1.00]},
                                    "head": {UNIFORM: [0.96, 0.96, 0.97], HOT: [0.99, 1.00, 0.99]}})
-    rows = {r.test: r for r in perf_ab.judge(perf_ab.collect(tmp_path / "runs"), 0.02)}
+    rows = {r.test: r for r in perf_ab.judge(*perf_ab.collect(tmp_path / "runs"), 0.02)}
     assert rows[UNIFORM].base == [1.02, 1.01, 1.03] and rows[UNIFORM].head == [0.96, 0.96, 0.97]
     assert rows[UNIFORM].verdict == "below" and rows[UNIFORM].change == pytest.approx(0.96 / 1.02 - 1)
     assert rows[HOT].verdict == "ok"  # -1 %: inside the tolerance
     assert rows[UNIFORM].spread(rows[UNIFORM].base) == pytest.approx(0.02 / 1.02)
-    assert perf_ab.judge(perf_ab.collect(tmp_path / "runs"), 0.07)[1].verdict == "ok"
+    assert perf_ab.judge(*perf_ab.collect(tmp_path / "runs"), 0.07)[1].verdict == "ok"
 
 
 def test_the_table_tells_a_slower_reference_from_a_faster_library(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_the_table_tells_a_slower_reference_from_a_faster_library(tmp_path: Path
     for r in (1, 2):
         (runs / f"base-08-{r}.json").write_text(json.dumps(gtest_json({UNIFORM: (1.0, 1.0), HOT: (1.0, 1.0)})))
         (runs / f"head-08-{r}.json").write_text(json.dumps(gtest_json({UNIFORM: (1.0, 0.95), HOT: (1.0 / 0.95, 1.0)})))
-    rows = {r.test: r for r in perf_ab.judge(perf_ab.collect(runs), 0.02, perf_ab.collect(runs, "impl_ms"))}
+    rows = {r.test: r for r in perf_ab.judge(*perf_ab.collect(runs), 0.02)}
     assert rows[UNIFORM].verdict == rows[HOT].verdict == "below"
     assert rows[UNIFORM].time_change == pytest.approx(0.0)
     assert rows[HOT].time_change == pytest.approx(1 / 0.95 - 1)
@@ -135,13 +135,14 @@ def test_failed_or_unreadable_runs_count_for_no_tree(tmp_path: Path) -> None:
     (runs / "base-08-2.json").write_text(json.dumps(gtest_json({UNIFORM: (1.0, 0.5)}, failed=UNIFORM)))
     (runs / "head-08-2.json").write_text('{"testsuites": [')  # cut short
     (runs / "head-08-2.log").write_text("not a report")
-    found = perf_ab.collect(runs)
-    assert found == {("08", UNIFORM): {"base": [1.0], "head": [1.0]}}
+    ratios, times = perf_ab.collect(runs)
+    assert ratios == {("08", UNIFORM): {"base": [1.0], "head": [1.0]}}
+    assert times == {("08", UNIFORM): {"base": [1.0], "head": [1.0]}}
 
 
 def test_a_test_only_one_tree_has_is_shown_not_judged(tmp_path: Path) -> None:
     write_runs(tmp_path / "runs", {"base": {UNIFORM: [1.0]}, "head": {UNIFORM: [1.0], HOT: [0.5]}})
-    rows = {r.test: r for r in perf_ab.judge(perf_ab.collect(tmp_path / "runs"), 0.02)}
+    rows = {r.test: r for r in perf_ab.judge(*perf_ab.collect(tmp_path / "runs"), 0.02)}
     assert rows[HOT].verdict == "only in head" and rows[UNIFORM].verdict == "ok"
 
 
