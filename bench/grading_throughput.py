@@ -43,8 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.environment import choose_preset, probe_gpu
-from grader.labs import discover, select
+from grader.host.environment import choose_preset, probe_gpu
+from grader.model.labs import discover, select
 
 # One cycle of kinds; N submissions repeat it. (kind, how it is handed in)
 CYCLE = [
@@ -282,8 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     devices = []
     if args.gpus:
-        from grader.batch_gpus import parse_gpus
-        from grader.errors import GraderError
+        from grader.course.batch.gpus import parse_gpus
+        from grader.model.errors import GraderError
 
         try:
             devices = parse_gpus(args.gpus) or []

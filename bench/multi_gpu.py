@@ -153,8 +153,8 @@ def devices_json(devices) -> list[dict]:
 
 
 def run_all(args: argparse.Namespace, work: Path) -> dict:
-    from grader.batch_gpus import parse_gpus
-    from grader.labs import discover, select
+    from grader.course.batch.gpus import parse_gpus
+    from grader.model.labs import discover, select
 
     labs = select(discover(ROOT), args.labs)
     args.labs = [lab.name for lab in labs]
@@ -196,7 +196,7 @@ def run_all(args: argparse.Namespace, work: Path) -> dict:
 
 def perf_goals(labs: list[str], runs: list[mc.RunData]) -> mc.Goals:
     """(lab, perf test) -> (zero_at, full_at) from each lab's rubric, for the perf tests the runs hold."""
-    from grader.labs import discover, select
+    from grader.model.labs import discover, select
 
     by_name = {lab.name: lab for lab in select(discover(ROOT), labs)}
     goals: mc.Goals = {}
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.n < MIN_N:
             print(f"warning: --n {args.n} is below the {MIN_N} issue 14 asks for", flush=True)
         work = args.out.resolve()
-        from grader.errors import GraderError
+        from grader.model.errors import GraderError
 
         try:
             meta = run_all(args, work)

@@ -44,12 +44,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.cmake import CMakeBuilder  # noqa: E402
-from grader.environment import choose_preset, git_commit, probe_gpu  # noqa: E402
-from grader.errors import GraderError  # noqa: E402
-from grader.gtest import GtestError, load_report  # noqa: E402
-from grader.labs import LabError, discover, select  # noqa: E402
-from grader.results import Status  # noqa: E402
+from grader.build.cmake import CMakeBuilder  # noqa: E402
+from grader.host.environment import choose_preset, git_commit, probe_gpu  # noqa: E402
+from grader.model.errors import GraderError  # noqa: E402
+from grader.execute.gtest import GtestError, load_report  # noqa: E402
+from grader.model.labs import LabError, discover, select  # noqa: E402
+from grader.model.results import Status  # noqa: E402
 
 TREES = ("base", "head")
 RUN_NAME = re.compile(r"(?P<tree>[a-z]+)-(?P<lab>\d+)-(?P<round>\d+)\.json$")

@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="work folder (roster, course file, submissions, out/)")
     p.add_argument("--preset", help="CMake preset (default: the batch's)")
     args = p.parse_args(argv)
-    from grader.environment import probe_gpu
+    from grader.host.environment import probe_gpu
 
     work = args.out.resolve()
     make_class(work)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader.results import LabResult, Results, ResultsError, Status  # noqa: E402
+from grader.model.results import LabResult, Results, ResultsError, Status  # noqa: E402
 
 
 def below_full_marks(lab: LabResult) -> str:

@@ -1,7 +1,7 @@
-"""python3 -m grader: the command line (grader/cli.py)."""
+"""python3 -m grader: the command line (grader/cli/args.py)."""
 
 import sys
 
-from .cli import main
+from grader.cli.args import main
 
 sys.exit(main())

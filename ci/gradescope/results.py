@@ -20,10 +20,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.hidden import is_hidden, is_hidden_target  # noqa: E402
-from grader.labs import Lab, LabError, discover  # noqa: E402
-from grader.results import Category, LabResult, Results, ResultsError, Status, TestResult  # noqa: E402
-from grader.techniques import TECHNIQUE_SUITE  # noqa: E402
+from grader.model.hidden import is_hidden, is_hidden_target  # noqa: E402
+from grader.model.labs import Lab, LabError, discover  # noqa: E402
+from grader.model.results import Category, LabResult, Results, ResultsError, Status, TestResult  # noqa: E402
+from grader.inspect.techniques import TECHNIQUE_SUITE  # noqa: E402
 
 NOT_GRADED = "Not graded: no GPU."
 WHY = ("Gradescope's autograder machines have no NVIDIA GPU, so the tests that make your grade could not run "

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.labs import Lab, discover  # noqa: E402
+from grader.model.labs import Lab, discover  # noqa: E402
 
 
 def find(labs: list[Lab], sub: Path) -> list[tuple[Lab, str, Path]]:

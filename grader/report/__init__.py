@@ -1,6 +1,6 @@
 """Renderers of a Results object: terminal summary, self-contained HTML, results.json, JUnit XML,
 Gradescope results.json, the GitHub Classroom runner result and a CSV gradebook row per lab. They read
-only the result model. write_reports writes them all; hidden tests appear in each as grader/hidden.py says."""
+only the result model. write_reports writes them all; hidden tests appear in each as grader/model/hidden.py says."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from grader.report.gradebook import render_csv
 from grader.report.gradescope import render_gradescope
 from grader.report.html import render_html
 from grader.report.junit import render_junit
-from grader.results import Results
+from grader.model.results import Results
 
 __all__ = [
     "render_console",
@@ -61,7 +61,7 @@ def write_reports(
     the GitHub Classroom result render hidden.redact(results, reveal_hidden): concealed hidden tests
     are counted, never named. Every export but results.json shows paths relative to the checkout
     (root, and the grader's own; grader/report/paths.py)."""
-    from grader.hidden import redact
+    from grader.model.hidden import redact
     from grader.report.classroom import encode_classroom, render_classroom
     from grader.report.paths import portable, roots_of
 

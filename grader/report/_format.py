@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from grader.results import Category, LabResult, Perf, PerfSeries, RunInfo, Status, TestResult
-from grader.text import shorten
+from grader.model.results import Category, LabResult, Perf, PerfSeries, RunInfo, Status, TestResult
+from grader.model.text import shorten
 
 # ANSI escape sequences (colored compiler output) are dropped; other control characters,
 # lone surrogates and the two non-characters are made visible as \xNN / \uNNNN, because they are

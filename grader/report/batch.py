@@ -41,21 +41,9 @@ from grader.report.class_gradebook import gradebook_columns, render_gradebook_cs
 from grader.report.class_sections import lab_stats, late_summary, leaderboards, pass_rates, roster_rows
 from grader.report.html import environment
 from grader.report.lms import write_lms_exports
-from grader.report.outcomes import (
-    LabColumn,
-    StudentOutcome,
-    batch_labs,
-    graded_only,
-)
+from grader.report.outcomes import LabColumn, StudentOutcome, batch_labs, graded_only
 from grader.report.outcomes import roster_order as _sorted
-from grader.report.standing import (
-    BROKEN,
-    COMPILED,
-    GRADED,
-    MISSING,
-    NOT_COMPILED,
-    NOT_GRADED_NO_GPU,
-)
+from grader.report.standing import BROKEN, COMPILED, GRADED, MISSING, NOT_COMPILED, NOT_GRADED_NO_GPU
 
 FILES = {"html": "class-summary.html", "csv": "gradebook.csv"}
 
@@ -214,7 +202,7 @@ def write_batch_reports(
 ) -> dict[str, Path]:
     """Write class-summary.html, gradebook.csv and the LMS gradebooks (grader/report/lms.py) into out_dir;
     returns {"html", "csv", "canvas", "moodle"}: paths. The summary links OUT/similarity.html if there is one.
-    unmatched: the submissions a roster matched to nobody (grader/roster.py), listed on the page."""
+    unmatched: the submissions a roster matched to nobody (grader/course/roster.py), listed on the page."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {fmt: out_dir / name for fmt, name in FILES.items()}
@@ -225,7 +213,7 @@ def write_batch_reports(
 
 
 def _similarity_link(out_dir: Path) -> dict[str, Any] | None:
-    """The class summary's link to OUT/similarity.html, from OUT/similarity.json (grader/similarity.py)."""
+    """The class summary's link to OUT/similarity.html, from OUT/similarity.json (grader/course/similarity.py)."""
     import json
 
     from grader.report.similarity import class_link

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from grader.report.batch import StudentOutcome, write_batch_reports
 from grader.report.sample import _matmul_lab, _reduce_lab, _run, _streams_lab, _vector_add_lab
-from grader.results import Category, LabResult, Perf, PerfSeries, Results, Status, TestResult
+from grader.model.results import Category, LabResult, Perf, PerfSeries, Results, Status, TestResult
 
 STUDENTS = [
     "ada.lovelace",
@@ -47,7 +47,7 @@ def _fail(t: TestResult, rng: random.Random) -> None:
 
 
 def _rescore(lab: LabResult) -> LabResult:
-    """Recompute task and lab points from the tests, as grader.scoring would."""
+    """Recompute task and lab points from the tests, as grader.score.scoring would."""
     for task in lab.tasks:
         members = [t for t in lab.tests if t.task == task.id and t.perf is None and t.kind != "perf"]
         if members:

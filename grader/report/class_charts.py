@@ -9,11 +9,7 @@ import statistics
 from markupsafe import Markup
 
 from grader.report import svg
-from grader.report._format import (
-    fmt_num,
-    fmt_points,
-    percent,
-)
+from grader.report._format import fmt_num, fmt_points, percent
 
 # --- statistics ---------------------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """The class gradebook (gradebook.csv): one row per student of a batch, wide.
 
 Columns: student, total, max_total, one per lab graded in the batch, one per task as `<lab>:<task id>`,
-with a course file (grader/course.py) five per lab (`<lab> raw`, `<lab> penalty`, `<lab> late days`,
+with a course file (grader/course/policy.py) five per lab (`<lab> raw`, `<lab> penalty`, `<lab> late days`,
 `<lab> submitted`, `<lab> time source`; the lab column itself is the final score), with a roster
-(grader/roster.py) name and email, status, gpu (only for a batch on several GPUs, --gpus: 'GPU 2 (NVIDIA H100)'), notes. What the score columns hold follows the row's status (grader/report/outcomes.py):
+(grader/course/roster.py) name and email, status, gpu (only for a batch on several GPUs, --gpus: 'GPU 2 (NVIDIA H100)'), notes. What the score columns hold follows the row's status (grader/report/outcomes.py):
 
   graded                total and max_total, each lab's score, each task's points (speed points
                         included, so a lab's task columns add up to its score)

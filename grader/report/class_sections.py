@@ -27,10 +27,7 @@ from grader.report._format import (
     unit,
 )
 from grader.report.class_charts import grade_band, stat_text, stats, strip
-from grader.report.outcomes import (
-    LabColumn,
-    StudentOutcome,
-)
+from grader.report.outcomes import LabColumn, StudentOutcome
 from grader.report.outcomes import build_failed as _build_failed
 from grader.report.outcomes import by_name as _by_name
 from grader.report.outcomes import roster_order as _sorted
@@ -44,7 +41,7 @@ from grader.report.standing import (
     STATE_COMPILED,
     compile_state,
 )
-from grader.results import Status
+from grader.model.results import Status
 
 _ERROR_LIMIT = 4_000
 _SHOWN_TESTS = 12  # per lab, the tests with the lowest pass rates shown open; the rest fold

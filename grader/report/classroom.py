@@ -12,7 +12,7 @@ harness trouble); "fail" otherwise. A run that graded nothing is an "error". A l
 graded (no GPU) still needs numeric scores here (0): its tests are errors whose messages say "Not graded:
 no GPU", never a number of points.
 
-A lab with a late penalty (a course file: grader/course.py) gets one more test, "Lab NN · late penalty",
+A lab with a late penalty (a course file: grader/course/policy.py) gets one more test, "Lab NN · late penalty",
 whose score is the penalty as a negative number: the reporter sums every test's score, so the total is
 the lab's final score (raw - penalty), as in the gradebook and gradescope.json. Its status is "fail"
 (points were taken off; the module's rule: "pass" only when every point is earned), its message the
@@ -37,7 +37,7 @@ from grader.report._format import (
     truncate,
 )
 from grader.report.standing import lab_standing
-from grader.results import Category, LabResult, Results, Status, TaskScore, TestResult
+from grader.model.results import Category, LabResult, Results, Status, TaskScore, TestResult
 
 VERSION = 1
 _MESSAGE_LIMIT = 2_000
@@ -178,7 +178,7 @@ def _untimed_test(lab: LabResult, points: float, earned: float) -> dict[str, Any
 
 def _late_test(lab: LabResult) -> dict[str, Any] | None:
     """The late penalty as a test of negative score (None when there is none)."""
-    from grader.course import explain
+    from grader.course.policy import explain
 
     if lab.late is None or lab.late.penalty <= _EPS:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from grader.hidden import counts, total_tests
+from grader.model.hidden import counts, total_tests
 from grader.report._format import (
     category_label,
     clean_text,
@@ -27,7 +27,7 @@ from grader.report._format import (
     unit,
 )
 from grader.report.standing import lab_standing, score_text, standing
-from grader.results import Results, Status
+from grader.model.results import Results, Status
 
 MAX_FAILURES_PER_LAB = 12
 _ANSI = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "bold red": "1;31"}

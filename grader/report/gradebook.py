@@ -9,7 +9,7 @@ import io
 
 from grader.report._format import clean_text, gpu_device, gpu_name
 from grader.report.standing import GRADED, NOT_GRADED_NO_GPU, lab_standing
-from grader.results import Results
+from grader.model.results import Results
 
 COLUMNS = [
     "lab",

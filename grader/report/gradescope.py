@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.hidden import NOTE_PREFIX, gradescope_visibility, is_hidden, is_hidden_target
+from grader.model.hidden import NOTE_PREFIX, gradescope_visibility, is_hidden, is_hidden_target
 from grader.report._format import (
     category_label,
     clean_text,
@@ -32,7 +32,7 @@ from grader.report._format import (
     unit,
 )
 from grader.report.standing import lab_standing, standing
-from grader.results import LabResult, Results, Status, TestResult
+from grader.model.results import LabResult, Results, Status, TestResult
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 _OUTPUT_LIMIT = 8_000

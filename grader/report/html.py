@@ -12,7 +12,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from grader.hidden import counts
+from grader.model.hidden import counts
 from grader.report import svg
 from grader.report._format import (
     STATUS_LABEL,
@@ -38,7 +38,7 @@ from grader.report._format import (
     unit,
 )
 from grader.report.standing import NOT_GRADED, lab_standing, standing
-from grader.results import LabResult, Perf, Results, Status, TestResult
+from grader.model.results import LabResult, Perf, Results, Status, TestResult
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -200,10 +200,10 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
 
 
 def _late_text(lab: LabResult) -> str:
-    """How a course file's late policy treated the lab (grader/course.py), for the student."""
+    """How a course file's late policy treated the lab (grader/course/policy.py), for the student."""
     if lab.late is None:
         return ""
-    from grader.course import explain
+    from grader.course.policy import explain
 
     return explain(lab.late, lab.max_score)
 

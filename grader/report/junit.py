@@ -23,7 +23,7 @@ from grader.report._format import (
     truncate,
 )
 from grader.report.standing import lab_standing
-from grader.results import Category, LabResult, Results, Status, TestResult
+from grader.model.results import Category, LabResult, Results, Status, TestResult
 
 # Failures of the code under test: the test ran and said no. Everything else that kept a test from
 # finishing (crash, timeout, harness trouble) is an error.

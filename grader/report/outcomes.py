@@ -7,7 +7,7 @@ An outcome's status says what its row holds (grader/report/standing.py):
   not graded (no GPU)   no score: the tests that make a grade could not run
   compiled, not compiled   a compile check (batch --compile-only): what built, what was refused
   broken                no results: the submission could not be graded (an unreadable archive, ...)
-  missing               a roster student with no submission (grader/roster.py): score 0
+  missing               a roster student with no submission (grader/course/roster.py): score 0
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from grader.report.standing import (
     compiled,
     standing,
 )
-from grader.results import LabResult, Results
+from grader.model.results import LabResult, Results
 
 
 @dataclass
@@ -38,7 +38,7 @@ class StudentOutcome:
     report_dir: str = ""  # the student's report folder, relative to the class summary (for links)
     seconds: float = 0.0  # how long grading it took
     compile_only: bool = False  # a compile check: built and checked, no test run
-    name: str = ""  # from the roster (grader/roster.py)
+    name: str = ""  # from the roster (grader/course/roster.py)
     email: str = ""
     missing: bool = False  # a roster student with no submission
 
@@ -64,7 +64,7 @@ class StudentOutcome:
     @property
     def final_scores(self) -> dict[str, float]:
         """lab name -> the score that counts (a course file's late penalty already taken off: the lab's
-        score is the final one, its late record keeps the raw score; grader/course.py)."""
+        score is the final one, its late record keeps the raw score; grader/course/policy.py)."""
         return {lab.name: lab.score for lab in self.results.labs} if self.results is not None else {}
 
 
@@ -74,7 +74,7 @@ def late_labs(outcomes: list[StudentOutcome]) -> bool:
 
 
 def with_roster(outcomes: list[StudentOutcome]) -> bool:
-    """Whether the batch had a roster (grader/roster.py): the gradebook then has name and email columns."""
+    """Whether the batch had a roster (grader/course/roster.py): the gradebook then has name and email columns."""
     return any(o.name or o.email or o.missing for o in outcomes)
 
 

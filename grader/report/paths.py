@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from grader.results import Results
+from grader.model.results import Results
 
 CHECKOUT = Path(__file__).resolve().parents[2]  # the checkout this grader runs from
 

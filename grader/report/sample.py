@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from grader.results import (
+from grader.model.results import (
     BuildResult,
     Category,
     LabResult,

@@ -1,5 +1,5 @@
 """similarity.html: the class's most similar pairs of files, per lab, side by side with the matching
-code highlighted (grader/similarity.py computes them with copydetect).
+code highlighted (grader/course/similarity.py computes them with copydetect).
 
 One self-contained page (inline CSS, no script, nothing fetched), built like the other reports
 (html.environment(): Jinja2 with autoescape, so student code and ids are text, never markup). The
@@ -16,7 +16,7 @@ from urllib.parse import quote
 from grader.report._format import fmt_date
 
 if TYPE_CHECKING:
-    from grader.similarity import Pair, SimilarityReport
+    from grader.course.similarity import Pair, SimilarityReport
 
 _CONTEXT_LINES = 4  # unmatched lines kept around each match when a long file is folded
 _FOLD_AT = 400  # a file longer than this many lines shows only its matches and their context

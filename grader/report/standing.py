@@ -7,7 +7,7 @@ show a score, so that a machine without a GPU never produces a zero that looks r
 failed, or whose file the static checks refused, is graded (it earns 0 on any machine).
 
 compile_state() is what a compile-only batch reports per lab: compiled, compile error, link error or
-refused (the static checks, grader/static_checks.py, turned the file away before it was built).
+refused (the static checks, grader/inspect/static_checks.py, turned the file away before it was built).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from grader.hidden import counts, is_summary
-from grader.results import Category, LabResult, Results, Status, TestResult
+from grader.model.hidden import counts, is_summary
+from grader.model.results import Category, LabResult, Results, Status, TestResult
 
 NO_GPU = "no GPU"
 NOT_GRADED = "not graded"
@@ -27,7 +27,7 @@ NOT_GRADED_NO_GPU = "not graded (no GPU)"
 COMPILED = "compiled"
 NOT_COMPILED = "not compiled"
 BROKEN = "broken"
-MISSING = "missing"  # a roster student with no submission (grader/roster.py): score 0
+MISSING = "missing"  # a roster student with no submission (grader/course/roster.py): score 0
 ROW_STATUSES = (GRADED, NOT_GRADED_NO_GPU, COMPILED, NOT_COMPILED, BROKEN, MISSING)
 
 # compile_state() values

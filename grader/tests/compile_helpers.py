@@ -7,11 +7,11 @@ import glob
 import subprocess
 from pathlib import Path
 
-from grader.cmake import find_nvcc
-from grader.elf import read_object
-from grader.includes import IncludePolicy, check_dependencies, list_dependencies
-from grader.labs import Lab
-from grader.objcheck import check_object, contract_of
+from grader.build.cmake import find_nvcc
+from grader.inspect.elf import read_object
+from grader.inspect.includes import IncludePolicy, check_dependencies, list_dependencies
+from grader.model.labs import Lab
+from grader.inspect.objcheck import check_object, contract_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from grader.cmake import failed_build
-from grader.results import BuildResult
+from grader.build.cmake import failed_build
+from grader.model.results import BuildResult
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
@@ -93,7 +93,7 @@ def write_lab(root: Path, dirname: str = "01-add", toml: str = LAB_TOML, solutio
         sol = root / "solutions" / dirname
         sol.mkdir(parents=True, exist_ok=True)
         (sol / "add.cu").write_text(solution)
-        from grader.skeleton import make_skeleton
+        from grader.authoring.skeleton import make_skeleton
 
         (lab / "add.cu").write_text(make_skeleton(solution))
     else:

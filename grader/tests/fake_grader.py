@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.labs import discover  # noqa: E402
+from grader.model.labs import discover  # noqa: E402
 from grader.report.gradescope import render_gradescope  # noqa: E402
-from grader.results import BuildResult, Category, LabResult, Results, RunInfo, Status, TestResult  # noqa: E402
+from grader.model.results import BuildResult, Category, LabResult, Results, RunInfo, Status, TestResult  # noqa: E402
 
 NO_GPU = "no CUDA device (no NVIDIA driver is installed on this machine)"
 HIDDEN_NAME = "SecretHiddenCorrectness.OddGrid/7"

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.cmake import find_nvcc
-from grader.environment import choose_preset, probe_gpu
-from grader.labs import discover
-from grader.results import Category, Status
-from grader.sandbox import stage_submission
+from grader.build.cmake import find_nvcc
+from grader.host.environment import choose_preset, probe_gpu
+from grader.model.labs import discover
+from grader.model.results import Category, Status
+from grader.isolate.bwrap import stage_submission
 
-from .adversarial import runner
-from .compile_helpers import BUILD, compile_like_cmake, static_findings
+from grader.tests.adversarial import runner
+from grader.tests.compile_helpers import BUILD, compile_like_cmake, static_findings
 
 ROOT = runner.ROOT
 CASES = runner.load_cases()
@@ -122,7 +122,7 @@ def test_gpu_case_passes_the_static_checks(case: runner.Case, tmp_path: Path) ->
 
 
 def test_run_gpu_without_gpu_skips_gpu_cases(tmp_path: Path, monkeypatch, capsys) -> None:
-    from grader import environment
+    from grader.host import environment
 
     monkeypatch.setattr(environment, "probe_gpu", lambda: environment.GpuProbe(False, reason="no NVIDIA driver"))
     code = runner.main([str(tmp_path / "adv"), "include-solution", "race"])

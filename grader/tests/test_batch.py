@@ -18,20 +18,28 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch as batch_mod
-from grader import batch_slots
-from grader import cli, runs
-from grader.batch import BatchGrader, Student, find_students, fingerprint, format_eta, run_batch
-from grader.cmake import failed_build
-from grader.environment import GpuProbe
-from grader.errors import Exit, GraderError
-from grader.labs import discover
-from grader.progress import Progress
-from grader.results import BuildResult, Results
-from grader.sandbox import stage_submission
+from grader.course.batch import runner as batch_mod
+from grader.course.batch import slots as batch_slots
+from grader.cli import args as cli
+from grader.execute import runs
+from grader.course.batch.runner import (
+    BatchGrader,
+    Student,
+    find_students,
+    fingerprint,
+    format_eta,
+    run_batch,
+)
+from grader.build.cmake import failed_build
+from grader.host.environment import GpuProbe
+from grader.model.errors import Exit, GraderError
+from grader.model.labs import discover
+from grader.model.progress import Progress
+from grader.model.results import BuildResult, Results
+from grader.isolate.bwrap import stage_submission
 
-from .conftest import NO_GPU_REASON, NO_GPU_ROOT, FakeBuilder, add_tests, make_binary, spec
-from .test_cmake import NVCC_ERROR
+from grader.tests.conftest import NO_GPU_REASON, NO_GPU_ROOT, FakeBuilder, add_tests, make_binary, spec
+from grader.tests.test_cmake import NVCC_ERROR
 
 GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
 SOLUTION = "int add(int a, int b) { return a + b; }\n"
@@ -438,7 +446,7 @@ def test_cli_usage_errors(lab_root: Path, tmp_path: Path, capsys) -> None:
 
 
 def gtest_perf_filter() -> str:
-    from grader.pipeline import PERF_FILTER
+    from grader.grade.pipeline import PERF_FILTER
 
     return PERF_FILTER
 
@@ -452,7 +460,7 @@ def gtest_perf_filter() -> str:
 def test_slot_recompiles_only_the_student_object(tmp_path: Path) -> None:
     """Two students in one slot of the real CMake project: the second build compiles the student's file
     and links, nothing else (ninja's own lines say what it did)."""
-    from grader.environment import choose_preset, probe_gpu
+    from grader.host.environment import choose_preset, probe_gpu
 
     root = Path(__file__).resolve().parents[2]
     labs = [lab for lab in discover(root) if lab.name.startswith("01-")]

@@ -9,17 +9,17 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from grader.batch_merge import load_roster, merge
-from grader.errors import Exit
-from grader.late_ledger import FORMAT
+from grader.course.batch.merge import load_roster, merge
+from grader.model.errors import Exit
+from grader.course.late_ledger import FORMAT
 from grader.report.schemas import validate_class_gradebook
-from grader.results import Results
+from grader.model.results import Results
 
 import pytest
 
-from grader.errors import GraderError
+from grader.model.errors import GraderError
 
-from .test_batch import batch, class_dir, fakes, gradebook  # noqa: F401 - fakes is a fixture
+from grader.tests.test_batch import batch, class_dir, fakes, gradebook  # noqa: F401 - fakes is a fixture
 
 ROSTER = ("id,name,email,aliases,submitted_at\n"
           "ada.lovelace,Ada Lovelace,ada@uni.edu,ada,\n"

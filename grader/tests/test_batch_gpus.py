@@ -14,16 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch_slots, cli, environment, runs
-from grader.batch import run_batch
-from grader.batch_gpus import GpuPool, parse_gpus
-from grader.environment import GpuDevice
-from grader.errors import Exit, GraderError
-from grader.health import HealthMonitor
-from grader.progress import Progress
-from grader.results import Results
+from grader.course.batch import slots as batch_slots
+from grader.cli import args as cli
+from grader.host import environment
+from grader.execute import runs
+from grader.course.batch.runner import run_batch
+from grader.course.batch.gpus import GpuPool, parse_gpus
+from grader.host.environment import GpuDevice
+from grader.model.errors import Exit, GraderError
+from grader.execute.health import HealthMonitor
+from grader.model.progress import Progress
+from grader.model.results import Results
 
-from .test_batch import GPU, class_dir, fakes, gradebook  # noqa: F401 - fakes is a fixture
+from grader.tests.test_batch import GPU, class_dir, fakes, gradebook  # noqa: F401 - fakes is a fixture
 
 DEVICES = [GpuDevice(i, "NVIDIA Fake", f"GPU-fake-{i}", "9.0") for i in range(4)]
 

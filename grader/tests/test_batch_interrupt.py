@@ -14,16 +14,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader import batch as batch_mod
-from grader import batch_slots
-from grader.batch_slots import Graded
-from grader.cmake import failed_build
-from grader.environment import now_iso
-from grader.progress import Progress
-from grader.results import BuildResult, Category, LabResult, Results, RunInfo, Status
-from grader.results import TestResult as Case
+from grader.course.batch import runner as batch_mod
+from grader.course.batch import slots as batch_slots
+from grader.course.batch.slots import Graded
+from grader.build.cmake import failed_build
+from grader.host.environment import now_iso
+from grader.model.progress import Progress
+from grader.model.results import BuildResult, Category, LabResult, Results, RunInfo, Status
+from grader.model.results import TestResult as Case
 
-from .test_batch import GPU, SOLUTION, FakeSlot, batch, fakes, gradebook  # noqa: F401
+from grader.tests.test_batch import GPU, SOLUTION, FakeSlot, batch, fakes, gradebook  # noqa: F401
 
 KILLED_BUILD = "ninja: build stopped: interrupted by user.\nFAILED: labs/01-add/CMakeFiles/add.cu.o\n"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch_merge import merge, read_attempt, read_roster
-from grader.batch_students import LOG_FILE, STATE_FILE, write_state
-from grader.cli import main
+from grader.course.batch.merge import merge, read_attempt, read_roster
+from grader.course.batch.students import LOG_FILE, STATE_FILE, write_state
+from grader.cli.args import main
 from grader.report import write_reports
 from grader.report.sample import sample_results
 
@@ -127,7 +127,7 @@ def test_cli_batch_merge_of_a_missing_folder_is_usage(tmp_path: Path, capsys) ->
 
 @pytest.mark.parametrize("argv", [["--root", "/x", "batch", "merge", "a"], ["batch", "merge", "a"]])
 def test_batch_merge_alias(argv: list[str]) -> None:
-    from grader.cli import _verb_alias
+    from grader.cli.args import _verb_alias
 
     alias = _verb_alias(argv)
     assert "batch-merge" in alias and "merge" not in alias[alias.index("batch-merge") + 1 :][:0]

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader.environment import GpuProbe
-from grader.errors import Exit
+from grader.host.environment import GpuProbe
+from grader.model.errors import Exit
 from grader.report.schemas import validate_class_gradebook
-from grader.results import BuildResult, Results
+from grader.model.results import BuildResult, Results
 
-from .conftest import FakeBuilder, add_tests
-from .test_batch import SOLUTION, FakeSlot, batch, class_dir, fakes, gpu_aware_binary, gradebook  # noqa: F401
+from grader.tests.conftest import FakeBuilder, add_tests
+from grader.tests.test_batch import SOLUTION, FakeSlot, batch, class_dir, fakes, gpu_aware_binary, gradebook  # noqa: F401
 
 NO_GPU = GpuProbe(False, reason="no NVIDIA driver is installed on this machine")
 
@@ -143,8 +143,8 @@ def test_refused_file_is_reported_by_a_compile_check(lab_root: Path, tmp_path: P
 
 
 def test_cli_compile_only_flag(lab_root: Path, tmp_path: Path, monkeypatch) -> None:
-    from grader import batch as batch_mod
-    from grader import cli
+    from grader.course.batch import runner as batch_mod
+    from grader.cli import args as cli
 
     seen: dict = {}
 

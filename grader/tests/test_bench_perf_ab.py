@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import perf_ab  # noqa: E402
 
-from grader.environment import GpuProbe  # noqa: E402
+from grader.host.environment import GpuProbe  # noqa: E402
 
 UNIFORM = "HistogramPerf.Uniform/16777216"
 HOT = "HistogramPerf.HotBin/16777216"

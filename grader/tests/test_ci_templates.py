@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.cli import build_parser
+from grader.cli.args import build_parser
 from grader.report.schemas import validate_gradescope
 
-from .workflow_sim import os_environ_without_ci, run_github_job, run_gitlab_job
+from grader.tests.workflow_sim import os_environ_without_ci, run_github_job, run_gitlab_job
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -446,7 +446,7 @@ def test_make_zip(tmp_path: Path) -> None:
     subprocess.run([str(GRADESCOPE / "make-zip"), str(out)], check=True, capture_output=True)
     with zipfile.ZipFile(out) as z:
         names = set(z.namelist())
-        assert {"setup.sh", "run_autograder", "Makefile", "grader/cli.py", "labs/03-vector-add/lab.toml",
+        assert {"setup.sh", "run_autograder", "Makefile", "grader/cli/args.py", "labs/03-vector-add/lab.toml",
                 "ci/gradescope/results.py", "ci/gradescope/stage.py"} <= names
         assert "solutions/03-vector-add/test_hidden_vector_add.cu" in names
         assert not any(n.startswith(("build/", ".notes/", ".git/")) for n in names)

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, commands
-from grader.environment import GpuProbe
-from grader.results import Results, RunInfo
+from grader.cli import args as cli
+from grader.cli import commands
+from grader.host.environment import GpuProbe
+from grader.model.results import Results, RunInfo
 
-from .conftest import FIXTURES, FakeBuilder, add_tests, spec, write_lab
+from grader.tests.conftest import FIXTURES, FakeBuilder, add_tests, spec, write_lab
 
 GPU = GpuProbe(True, "NVIDIA H200", "9.0")
 
@@ -193,7 +194,8 @@ def test_doctor_full(monkeypatch, capsys) -> None:
 
 def test_doctor_reports_the_optional_grading_tools(monkeypatch, capsys) -> None:
     """compute-sanitizer and bubblewrap are optional: missing, each is a warning with its consequence."""
-    from grader import sanitizer, sandbox
+    from grader.execute import sanitizer
+    from grader.isolate import bwrap as sandbox
 
     monkeypatch.setattr(commands, "probe_gpu", lambda: GPU)
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: None)
@@ -214,8 +216,8 @@ def test_doctor_reports_the_optional_grading_tools(monkeypatch, capsys) -> None:
 
 def test_fixture_round_trip_through_parse_and_results(tmp_path: Path) -> None:
     """Recorded gtest JSON -> TestResults -> results.json -> Results, unchanged."""
-    from grader import gtest
-    from grader.results import LabResult
+    from grader.execute import gtest
+    from grader.model.results import LabResult
 
     tests = gtest.load_report(FIXTURES / "lab03_solution_pass.json").tests
     results = Results(run=RunInfo(started="x"), labs=[LabResult(3, "03-vector-add", "t", 100, tests=tests)])
@@ -233,7 +235,7 @@ def test_real_buggy_grade_renders_again(tmp_path: Path, stand_in_reports, capsys
     assert main("report", "--from", str(source), "--out", str(tmp_path)) == 0
 
 
-# --- where the lab tree is (grader/labs.py find_root) -------------------------------------------------------
+# --- where the lab tree is (grader/model/labs.py find_root) -------------------------------------------------------
 
 
 def test_the_lab_tree_is_found_from_the_current_directory(lab_root: Path, monkeypatch, capsys) -> None:
@@ -251,7 +253,7 @@ def test_cudalab_root_names_the_lab_tree(lab_root: Path, tmp_path_factory, monke
 
 
 def test_no_lab_tree_is_exit_2_and_says_how_to_name_one(tmp_path: Path, monkeypatch, capsys) -> None:
-    from grader import labs
+    from grader.model import labs
 
     monkeypatch.delenv("CUDALAB_ROOT", raising=False)
     monkeypatch.chdir(tmp_path)

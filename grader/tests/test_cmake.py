@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.cmake import CMakeBuilder, categorize_build_log, failed_build, first_error
-from grader.errors import Exit, GraderError
-from grader.results import Category
+from grader.build.cmake import CMakeBuilder, categorize_build_log, failed_build, first_error
+from grader.model.errors import Exit, GraderError
+from grader.model.results import Category
 
 NVCC_ERROR = """[1/3] Building CUDA object labs/03-vector-add/CMakeFiles/lab03_student.dir/vector_add.cu.o
 FAILED: labs/03-vector-add/CMakeFiles/lab03_student.dir/vector_add.cu.o

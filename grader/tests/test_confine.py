@@ -1,4 +1,4 @@
-"""The supervisor of untrusted runs (grader/confine.py, through grader/process.py): every process a
+"""The supervisor of untrusted runs (grader/isolate/confine.py, through grader/isolate/process.py): every process a
 program starts dies with it (setsid and double forks included), writes outside its private directory
 are refused where the kernel has Landlock, a host-memory hog and a hang are stopped and said to be, and
 a report reaches the grader through a pipe. The programs are stand-ins (Python scripts), no GPU."""
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import confine, process
+from grader.isolate import confine
+from grader.isolate import process
 
 NAMESPACES_NOTE = "this machine lets the supervisor make PID namespaces"
 

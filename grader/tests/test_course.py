@@ -1,4 +1,4 @@
-"""grader/course.py: the course file, each late policy rule, the time sources, and hidden tests shown
+"""grader/course/policy.py: the course file, each late policy rule, the time sources, and hidden tests shown
 after the course's due date."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import (
+from grader.course.policy import (
     CourseError,
     SubmittedAt,
     apply_course,
@@ -23,14 +23,14 @@ from grader.course import (
     submission_time,
     submission_times,
 )
-from grader.errors import Exit
-from grader.hidden import redact
-from grader.late_ledger import Ledger, LedgerError
-from grader.labs import discover
-from grader.results import LabResult, Results, RunInfo, Status
-from grader import results as model
+from grader.model.errors import Exit
+from grader.model.hidden import redact
+from grader.course.late_ledger import Ledger, LedgerError
+from grader.model.labs import discover
+from grader.model.results import LabResult, Results, RunInfo, Status
+from grader.model import results as model
 
-from .conftest import write_lab
+from grader.tests.conftest import write_lab
 
 DUE = datetime(2025, 9, 26, 23, 59, tzinfo=timezone(timedelta(hours=-4)))
 

@@ -29,7 +29,7 @@ from grader.report.schemas import (
     validate_gradescope,
     validate_junit,
 )
-from grader.results import Results
+from grader.model.results import Results
 
 
 def _all_passing() -> Results:
@@ -164,7 +164,7 @@ def test_classroom_late_penalty_is_a_negative_entry() -> None:
     from datetime import datetime, timezone
     from pathlib import Path
 
-    from grader.course import Course, Policy, SubmittedAt, apply_course
+    from grader.course.policy import Course, Policy, SubmittedAt, apply_course
 
     r = sample_results()
     raw = {lab.name: sum(t["score"] for t in render_classroom(Results(run=r.run, labs=[lab]))["tests"])

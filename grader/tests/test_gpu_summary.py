@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import results as r
+from grader.model import results as r
 
 REPO = Path(__file__).resolve().parents[2]
 

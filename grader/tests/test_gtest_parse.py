@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from grader import gtest
-from grader.results import Category, Status
+from grader.execute import gtest
+from grader.model.results import Category, Status
 
-from .conftest import FIXTURES
+from grader.tests.conftest import FIXTURES
 
 
 def load(name: str, binary: str = "student") -> gtest.ParsedRun:

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, commands
-from grader.environment import GpuProbe
-from grader.hidden import NOTE_PREFIX, SUMMARY_SUITE, redact, reveals, summarize
-from grader.labs import LabError, discover, load_lab
-from grader.pipeline import RunOptions, run_labs
-from grader.progress import Progress
+from grader.cli import args as cli
+from grader.cli import commands
+from grader.host.environment import GpuProbe
+from grader.model.hidden import NOTE_PREFIX, SUMMARY_SUITE, redact, reveals, summarize
+from grader.model.labs import LabError, discover, load_lab
+from grader.grade.pipeline import RunOptions, run_labs
+from grader.model.progress import Progress
 from grader.report import render_console, write_reports
 from grader.report.schemas import (
     validate_classroom,
@@ -25,10 +26,10 @@ from grader.report.schemas import (
     validate_gradescope,
     validate_junit,
 )
-from grader.results import Category, Results, Status
-from grader.results import TestResult as TResult
+from grader.model.results import Category, Results, Status
+from grader.model.results import TestResult as TResult
 
-from .conftest import LAB_TOML, FakeBuilder, add_tests, spec, write_lab
+from grader.tests.conftest import LAB_TOML, FakeBuilder, add_tests, spec, write_lab
 
 GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
 SECRET = "AddHiddenCorrectness"  # the hidden suite: its name must never reach a concealed report

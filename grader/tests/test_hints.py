@@ -1,12 +1,12 @@
-"""Hints come from grader/hints.toml, picked by category, message and derived signatures."""
+"""Hints come from grader/score/hints.toml, picked by category, message and derived signatures."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader import hints
-from grader.results import Category, LabResult, Status
-from grader.results import TestResult as TResult
+from grader.score import hints
+from grader.model.results import Category, LabResult, Status
+from grader.model.results import TestResult as TResult
 
 
 @pytest.mark.parametrize(

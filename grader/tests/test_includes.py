@@ -1,4 +1,4 @@
-"""The include checks (grader/includes.py): the files a lab file reads, as the preprocessor lists them
+"""The include checks (grader/inspect/includes.py): the files a lab file reads, as the preprocessor lists them
 (nvcc -M, host and device passes), against what a lab file may read. The cases that hide an include
 from a reader of the text (digraphs, macros, line splices, raw strings, device-only code) need nvcc."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.cmake import find_nvcc
-from grader.includes import (
+from grader.build.cmake import find_nvcc
+from grader.inspect.includes import (
     IncludePolicy,
     PreprocessError,
     check_dependencies,
@@ -18,9 +18,9 @@ from grader.includes import (
     list_dependencies,
     parse_depfile,
 )
-from grader.labs import discover
+from grader.model.labs import discover
 
-from .compile_helpers import compile_command
+from grader.tests.compile_helpers import compile_command
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = {lab.name: lab for lab in discover(ROOT)}

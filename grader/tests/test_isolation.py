@@ -6,10 +6,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader import gtest, process, runs
-from grader.results import Category, Status
+from grader.execute import gtest
+from grader.isolate import process
+from grader.execute import runs
+from grader.model.results import Category, Status
 
-from .conftest import NO_GPU_REASON, NO_GPU_ROOT, make_binary, perf_properties, spec
+from grader.tests.conftest import NO_GPU_REASON, NO_GPU_ROOT, make_binary, perf_properties, spec
 
 TIMEOUT = 1.5
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import labs
-from grader.labs import ROOT_ENV, LabError, discover, find_root, is_lab_tree, load_lab, select
+from grader.model import labs
+from grader.model.labs import ROOT_ENV, LabError, discover, find_root, is_lab_tree, load_lab, select
 
-from .conftest import LAB_TOML, write_lab
+from grader.tests.conftest import LAB_TOML, write_lab
 
 
 @pytest.fixture

@@ -13,21 +13,15 @@ from pathlib import Path
 import pytest
 
 from grader.report import StudentOutcome, write_batch_reports
-from grader.report.lms import (
-    CANVAS_FILE,
-    MOODLE_FILE,
-    lab_label,
-    render_canvas_csv,
-    render_moodle_csv,
-)
+from grader.report.lms import CANVAS_FILE, MOODLE_FILE, lab_label, render_canvas_csv, render_moodle_csv
 from grader.report.outcomes import LabColumn
 from grader.report.sample import _reduce_lab, _run, _vector_add_lab, no_gpu_results, sample_results
 from grader.report.schemas import validate_canvas_csv, validate_moodle_csv
-from grader.results import Results
+from grader.model.results import Results
 
 
 def _with(o: StudentOutcome, **fields: object) -> StudentOutcome:
-    for key, value in fields.items():  # roster fields (grader/roster.py), where the outcome has them
+    for key, value in fields.items():  # roster fields (grader/course/roster.py), where the outcome has them
         setattr(o, key, value)
     return o
 

@@ -1,4 +1,4 @@
-"""The mutation gate (grader/mutation.py): every lab's mutants still apply, and the judging of a batch's
+"""The mutation gate (grader/authoring/mutation.py): every lab's mutants still apply, and the judging of a batch's
 results. Grading them needs a GPU (ci/gpu-check's mutation stage); here a stand-in batch writes the
 results.json a real one would."""
 
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import commands, mutation
-from grader.errors import Exit, GraderError
-from grader.labs import discover
+from grader.cli import commands
+from grader.authoring import mutation
+from grader.model.errors import Exit, GraderError
+from grader.model.labs import discover
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = [lab for lab in discover(ROOT) if lab.solution_dir.is_dir()]
@@ -176,12 +177,12 @@ def test_a_lab_at_the_goal_is_ok_and_the_verb_says_so(tmp_path):
 
 
 def test_the_gate_spreads_over_the_gpus_it_is_given(tmp_path, monkeypatch):
-    from grader.environment import GpuDevice
+    from grader.host.environment import GpuDevice
 
     lab = _lab(tmp_path)
     _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
     devices = [GpuDevice(0, "NVIDIA H100", "GPU-a"), GpuDevice(1, "NVIDIA H100", "GPU-b")]
-    monkeypatch.setattr("grader.batch_gpus.parse_gpus", lambda spec: devices if spec == "all" else None)
+    monkeypatch.setattr("grader.course.batch.gpus.parse_gpus", lambda spec: devices if spec == "all" else None)
     monkeypatch.setattr(os, "cpu_count", lambda: 32)
     batch, calls = _fake_batch({mutation.REFERENCE_ID: _results(lab.name, {"one-per-thread": 10.0}),
                                 "bug-caught": _results(lab.name, {"one-per-thread": 0.0})})
@@ -260,11 +261,11 @@ def test_with_several_gpus_the_gate_grades_labs_side_by_side(tmp_path, monkeypat
     build slots of its own, the two labs graded at once; the table still lists them in lab order."""
     import threading
 
-    from grader.environment import GpuDevice
+    from grader.host.environment import GpuDevice
 
     labs = _two_labs(tmp_path)
     devices = [GpuDevice(0, "NVIDIA H100", "GPU-a"), GpuDevice(1, "NVIDIA H100", "GPU-b")]
-    monkeypatch.setattr("grader.batch_gpus.parse_gpus", lambda spec: devices)
+    monkeypatch.setattr("grader.course.batch.gpus.parse_gpus", lambda spec: devices)
     monkeypatch.setattr(os, "cpu_count", lambda: 32)
     both_running = threading.Barrier(2, timeout=10)  # fails unless the two batches overlap
     calls = []

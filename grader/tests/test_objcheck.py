@@ -1,4 +1,4 @@
-"""The allowlists over a compiled lab file (grader/objcheck.py), read with binutils (grader/elf.py).
+"""The allowlists over a compiled lab file (grader/inspect/objcheck.py), read with binutils (grader/inspect/elf.py).
 
 The cases compile lab 03's reference solution with one planted line each, the way CMake compiles a
 student object, and check what is refused and why; the last tests check that every reference solution
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.cmake import find_nvcc
-from grader.elf import read_object
-from grader.labs import discover
-from grader.objcheck import allowlist_for, asm_blocks, check_object, contract_of
-from grader.techniques import check_all
+from grader.build.cmake import find_nvcc
+from grader.inspect.elf import read_object
+from grader.model.labs import discover
+from grader.inspect.objcheck import allowlist_for, asm_blocks, check_object, contract_of
+from grader.inspect.techniques import check_all
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = {lab.name: lab for lab in discover(ROOT)}

@@ -46,7 +46,7 @@ def test_one_version() -> None:
 
 
 def test_version_flag(capsys) -> None:
-    from grader import cli
+    from grader.cli import args as cli
 
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--version"])
@@ -54,7 +54,7 @@ def test_version_flag(capsys) -> None:
 
 
 def test_results_and_the_html_report_carry_the_version() -> None:
-    from grader.environment import GpuProbe, new_run_info
+    from grader.host.environment import GpuProbe, new_run_info
     from grader.report.html import render_html
     from grader.report.sample import sample_results
 
@@ -109,13 +109,13 @@ def _check_wheel(wheel: Path) -> None:
     # every file of the package, Python or data (templates, allowlists, hints), and none of its tests
     source = {str(p.relative_to(REPO)) for p in (REPO / "grader").rglob("*")
               if p.is_file() and "__pycache__" not in p.parts and "tests" not in p.relative_to(REPO).parts}
-    assert {"grader/confine.py", "grader/allowlist.toml", "grader/report/templates/report.html.j2"} <= source
+    assert {"grader/isolate/confine.py", "grader/inspect/allowlist.toml", "grader/report/templates/report.html.j2"} <= source
     assert sorted(source - names) == []
     assert not [n for n in names if n.startswith("grader/tests/")]
     info = f"cudalab_grader-{grader.__version__}.dist-info"
     assert f"{info}/licenses/LICENSE" in names or f"{info}/LICENSE" in names
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
-    assert "cudalab-grader = grader.cli:main" in entry_points
+    assert "cudalab-grader = grader.cli.args:main" in entry_points
 
 
 def test_pip_wheel_builds_offline(tmp_path: Path) -> None:

@@ -7,15 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from grader.environment import GpuProbe
-from grader.errors import Exit
-from grader.labs import discover
-from grader.pipeline import RunOptions, binary_sets, exit_code, run_labs
-from grader.progress import Progress
-from grader.results import Category, Results, Status
+from grader.host.environment import GpuProbe
+from grader.model.errors import Exit
+from grader.model.labs import discover
+from grader.grade.pipeline import RunOptions, binary_sets, exit_code, run_labs
+from grader.model.progress import Progress
+from grader.model.results import Category, Results, Status
 
-from .conftest import NO_GPU_REASON, NO_GPU_ROOT, FakeBuilder, add_tests, perf_properties, spec, write_lab
-from .test_cmake import NVCC_ERROR
+from grader.tests.conftest import (
+    NO_GPU_REASON,
+    NO_GPU_ROOT,
+    FakeBuilder,
+    add_tests,
+    perf_properties,
+    spec,
+    write_lab,
+)
+from grader.tests.test_cmake import NVCC_ERROR
 
 GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
 NO_GPU = GpuProbe(False, reason="no NVIDIA driver")

@@ -13,12 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, release, release_names, release_verify
-from grader.errors import Exit
-from grader.labs import discover
-from grader.release import ReleaseError, check_tree, dangling_links, make_release, plan, strip_hidden
+from grader.cli import args as cli
+from grader.authoring import release
+from grader.authoring import release_names
+from grader.authoring import release_verify
+from grader.model.errors import Exit
+from grader.model.labs import discover
+from grader.authoring.release import (
+    ReleaseError,
+    check_tree,
+    dangling_links,
+    make_release,
+    plan,
+    strip_hidden,
+)
 
-from .conftest import LAB_TOML, write_lab
+from grader.tests.conftest import LAB_TOML, write_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 

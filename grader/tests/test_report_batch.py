@@ -15,7 +15,7 @@ from grader.report.batch_sample import main as batch_sample_main
 from grader.report.batch_sample import sample_outcomes
 from grader.report.sample import sample_results
 from grader.report.schemas import validate_class_gradebook
-from grader.results import BuildResult, Results, Status
+from grader.model.results import BuildResult, Results, Status
 from grader.tests.test_report_html import check_structure
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"

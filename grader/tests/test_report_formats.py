@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.hidden import redact
+from grader.model.hidden import redact
 from grader.report import (
     console,
     render_console,
@@ -22,7 +22,7 @@ from grader.report import (
     write_reports,
 )
 from grader.report.sample import no_gpu_results, sample_results
-from grader.results import Results, Status
+from grader.model.results import Results, Status
 
 CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -264,7 +264,7 @@ def test_write_reports(results: Results, tmp_path: Path) -> None:
     assert not list((tmp_path / "out").glob("*.tmp"))
     again = Results.load(paths["json"])
     assert again.to_dict() == Results.from_dict(results.to_dict()).to_dict()
-    assert paths["html"].read_text(encoding="utf-8") == render_html(redact(again))  # grader/hidden.py
+    assert paths["html"].read_text(encoding="utf-8") == render_html(redact(again))  # grader/model/hidden.py
     ET.parse(paths["junit"])
     assert json.loads(paths["gradescope"].read_text())["score"] == pytest.approx(results.score)
 

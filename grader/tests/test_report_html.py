@@ -7,12 +7,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from grader import results as model
+from grader.model import results as model
 from grader.report import render_html
 from grader.report.html import view
 from grader.report.sample import HOSTILE, no_gpu_results, sample_results
 from grader.report.svg import nice_ticks, parse_mismatch_map, parse_timeline
-from grader.results import Perf, PerfSeries, Results, Status
+from grader.model.results import Perf, PerfSeries, Results, Status
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

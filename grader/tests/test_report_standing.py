@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.hidden import redact
+from grader.model.hidden import redact
 from grader.report import (
     encode_classroom,
     render_classroom,
@@ -28,8 +28,8 @@ from grader.report.paths import relative_paths, roots_of
 from grader.report.sample import _reduce_lab, _run, _vector_add_lab, no_gpu_results, sample_results
 from grader.report.schemas import check_exports
 from grader.report.standing import compile_state, grade_record, lab_standing, standing
-from grader.results import BuildResult, Category, LabResult, Results, Status
-from grader.results import TestResult as Case
+from grader.model.results import BuildResult, Category, LabResult, Results, Status
+from grader.model.results import TestResult as Case
 
 
 def _mixed() -> Results:

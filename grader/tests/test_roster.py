@@ -1,4 +1,4 @@
-"""grader/roster.py: the roster CSV, its validation, and matching submissions by id and alias."""
+"""grader/course/roster.py: the roster CSV, its validation, and matching submissions by id and alias."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.errors import Exit
-from grader.roster import RosterError, match, read_roster_csv
+from grader.model.errors import Exit
+from grader.course.roster import RosterError, match, read_roster_csv
 
 ROSTER = (
     "Student ID,Name,Email,Aliases,alias\n"

@@ -1,4 +1,4 @@
-"""`grader check` (grader/rubric.py): each kind of rubric problem in a fake lab tree, found with its file and
+"""`grader check` (grader/authoring/rubric.py): each kind of rubric problem in a fake lab tree, found with its file and
 key; a clean tree passes; every real lab passes."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from grader import cli
-from grader.rubric import LabCheck, Problem, check_lab, check_labs, format_checks, glob_problem
+from grader.cli import args as cli
+from grader.authoring.rubric import LabCheck, Problem, check_lab, check_labs, format_checks, glob_problem
 
-from .conftest import LAB_TOML, add_tests, make_binary, spec, write_lab
+from grader.tests.conftest import LAB_TOML, add_tests, make_binary, spec, write_lab
 
 REPO = Path(__file__).resolve().parents[2]
 FILE = "labs/01-add/lab.toml"
@@ -287,7 +287,7 @@ def test_a_lab_directory_named_wrong(tmp_path: Path, capsys) -> None:
 
 def test_check_agrees_with_load_lab(tmp_path: Path) -> None:
     """A lab.toml the grader refuses to load is never passed by the check."""
-    from grader.labs import LabError, load_lab
+    from grader.model.labs import LabError, load_lab
 
     for toml in [p.values[0] for p in BROKEN]:
         make_tree(tmp_path, toml=toml)

@@ -16,15 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from grader import gtest, process, runs
-from grader.environment import GpuProbe
-from grader.health import HealthMonitor, default_cap_s
-from grader.labs import discover
-from grader.pipeline import RunOptions, exit_code, run_labs
-from grader.progress import Progress
-from grader.cmake import CMakeBuilder, failed_build
-from grader.results import BuildResult, Category, Status
-from grader.sandbox import (
+from grader.execute import gtest
+from grader.isolate import process
+from grader.execute import runs
+from grader.host.environment import GpuProbe
+from grader.execute.health import HealthMonitor, default_cap_s
+from grader.model.labs import discover
+from grader.grade.pipeline import RunOptions, exit_code, run_labs
+from grader.model.progress import Progress
+from grader.build.cmake import CMakeBuilder, failed_build
+from grader.model.results import BuildResult, Category, Status
+from grader.isolate.bwrap import (
     MAX_FILE_BYTES,
     StagingError,
     SubmissionBuilder,
@@ -33,7 +35,7 @@ from grader.sandbox import (
     stage_submission,
 )
 
-from .conftest import FIXTURES, FakeBuilder, add_tests, make_binary, spec
+from grader.tests.conftest import FIXTURES, FakeBuilder, add_tests, make_binary, spec
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_LABS = {lab.name: lab for lab in discover(ROOT)}
@@ -191,7 +193,7 @@ def _script(path: Path, body: str) -> str:
 
 def test_probe_sandbox(tmp_path: Path, monkeypatch) -> None:
     assert not probe_sandbox("off").active and "turned off" in probe_sandbox("off").reason
-    monkeypatch.setattr("grader.sandbox.find_bwrap", lambda: None)
+    monkeypatch.setattr("grader.isolate.bwrap.find_bwrap", lambda: None)
     assert "not installed" in probe_sandbox().reason
     broken = _script(tmp_path / "bwrap-broken", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1\n")
     box = probe_sandbox(bwrap=broken)
@@ -206,7 +208,7 @@ def test_runs_go_through_the_sandbox(tmp_path: Path, lab_root: Path) -> None:
     marker = tmp_path / "wrapped"
     working = _script(tmp_path / "bwrap-ok", f'touch {marker}; while [ "$1" != "--" ]; do shift; done; shift; exec "$@"\n')
     builder = FakeBuilder(lab_root / "build" / "bin", {"lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests())})
-    from grader import sandbox
+    from grader.isolate import bwrap as sandbox
 
     original = sandbox.find_bwrap
     sandbox.find_bwrap = lambda: working  # type: ignore[assignment]
@@ -416,8 +418,8 @@ def test_refused_submission_is_a_clear_failure(lab_root: Path, builder: FakeBuil
 
 
 def test_a_static_refusal_stops_the_run(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
-    from grader import static_checks
-    from grader.context import Block
+    from grader.inspect import static_checks
+    from grader.grade.context import Block
 
     def refuse(ctx, lab):
         why = "the lab file was refused: exit: ends the process or runs code at its end"
@@ -434,7 +436,7 @@ def test_a_static_refusal_stops_the_run(lab_root: Path, builder: FakeBuilder, mo
 
 
 def test_global_cap_marks_remaining_labs_not_run(tmp_path: Path) -> None:
-    from .conftest import write_lab
+    from grader.tests.conftest import write_lab
 
     write_lab(tmp_path, "01-add")
     write_lab(tmp_path, "02-add")
@@ -464,7 +466,7 @@ def test_gpu_unhealthy_after_a_crash_stops_the_grade(lab_root: Path, builder: Fa
     tests = add_tests()
     tests[1] = {"name": tests[1]["name"], "do": "segv"}
     builder.specs["lab01_student"] = spec(tests)
-    from grader import health
+    from grader.execute import health
 
     monkey = health.RETRY_WAIT_S
     health.RETRY_WAIT_S = 0
@@ -510,7 +512,7 @@ def test_runs_tell_the_sandbox_what_they_read(tmp_path: Path) -> None:
     runs.launch(Path(binary), [], 5, policy=runs.RunPolicy(sandbox=sandbox), exec_roots=["/opt/tool"])
     keep = seen[0]
     assert str(tmp_path / "bin") in keep and "/opt/tool" in keep
-    assert str(Path(runs.__file__).resolve().parent) in keep  # confine.py
+    assert str(Path(runs.__file__).resolve().parents[1]) in keep  # the grader (isolate/confine.py)
 
 
 def _linked_binary(tmp_path: Path) -> Path:

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from grader import sanitizer
-from grader.environment import GpuProbe
-from grader.hints import hint_for
+from grader.execute import sanitizer
+from grader.host.environment import GpuProbe
+from grader.score.hints import hint_for
 
-from grader.labs import discover
-from grader.pipeline import RunOptions, run_labs
-from grader.progress import Progress
-from grader.results import Category, LabResult, Status
+from grader.model.labs import discover
+from grader.grade.pipeline import RunOptions, run_labs
+from grader.model.progress import Progress
+from grader.model.results import Category, LabResult, Status
 
-from .conftest import FakeBuilder, add_tests, spec
+from grader.tests.conftest import FakeBuilder, add_tests, spec
 
 LOGS = Path(__file__).resolve().parent / "adversarial" / "sanitizer_logs"
 GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
@@ -185,7 +185,7 @@ def test_tools_for() -> None:
 
 
 def test_apply_points() -> None:
-    from grader.labs import Lab
+    from grader.model.labs import Lab
 
     lab = Lab(number=1, slug="x", path=Path("."), root=Path("."), title="x", student_files=("x.cu",), timeout_s=1,
               tasks=(), perf=(), sanitizer={"tools": ["memcheck", "racecheck"], "points": 10})
@@ -258,7 +258,7 @@ def test_in_the_mutation_gate_a_missing_technique_skips_the_sanitizer(lab_root: 
                                                                       tmp_path: Path, monkeypatch) -> None:
     """A bug mutant whose tests pass but whose technique check fails (a missing barrier that only the PTX
     shows) is decided: the slow tools are not run for it. Without the gate's option they run."""
-    from grader import pipeline
+    from grader.grade import pipeline
 
     tool = _tool(tmp_path / "cs", None, 0)
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: tool)
@@ -276,12 +276,13 @@ def test_in_the_mutation_gate_a_missing_technique_skips_the_sanitizer(lab_root: 
 def test_technique_missing_reads_what_scoring_will(monkeypatch) -> None:
     from types import SimpleNamespace as NS
 
-    from grader import pipeline, techniques
+    from grader.grade import pipeline
+    from grader.inspect import techniques
 
     lab = NS(techniques=[object()])
     ok = NS(ok=True, techniques=None, obj=None, contract=set())
-    monkeypatch.setattr("grader.static_checks.contract_for", lambda checked: set())
-    monkeypatch.setattr("grader.static_checks.ptx_of", lambda checked: "")
+    monkeypatch.setattr("grader.inspect.static_checks.contract_for", lambda checked: set())
+    monkeypatch.setattr("grader.inspect.static_checks.ptx_of", lambda checked: "")
     monkeypatch.setattr(techniques, "check_all", lambda *a: ([NS(found=True), NS(found=False)], []))
     assert pipeline.technique_missing(lab, ok)
     monkeypatch.setattr(techniques, "check_all", lambda *a: ([NS(found=True)], []))

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import gtest
-from grader.labs import load_lab
-from grader.results import Category, LabResult, Perf, PerfSeries, Status
-from grader.results import TestResult as TResult
-from grader.scoring import perf_fraction, score_lab
+from grader.execute import gtest
+from grader.model.labs import load_lab
+from grader.model.results import Category, LabResult, Perf, PerfSeries, Status
+from grader.model.results import TestResult as TResult
+from grader.score.scoring import perf_fraction, score_lab
 
-from .conftest import FIXTURES, write_lab
+from grader.tests.conftest import FIXTURES, write_lab
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def test_score_real_lab03_runs() -> None:
 
 
 def test_all_or_nothing_task_earns_nothing_when_one_test_fails(tmp_path: Path) -> None:
-    from .conftest import LAB_TOML
+    from grader.tests.conftest import LAB_TOML
 
     toml = LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
                             'tests = ["AddCorrectness.Small/*"]\nscoring = "all-or-nothing"')
@@ -143,9 +143,9 @@ def test_all_or_nothing_task_earns_nothing_when_one_test_fails(tmp_path: Path) -
 
 
 def test_a_sanitizer_finding_costs_the_task_that_owns_the_kernel(tmp_path: Path) -> None:
-    from grader import sanitizer
+    from grader.execute import sanitizer
 
-    from .conftest import LAB_TOML
+    from grader.tests.conftest import LAB_TOML
 
     toml = (LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
                              'tests = ["AddCorrectness.Small/*"]\nkernels = ["add_small_*"]')

@@ -1,4 +1,4 @@
-"""The similarity report (grader/similarity.py, grader/report/similarity.py) on generated submissions of
+"""The similarity report (grader/course/similarity.py, grader/report/similarity.py) on generated submissions of
 lab 03: a disguised copy is found, independent correct solutions are not, the skeleton alone matches
 nothing, the page is self-contained and escapes code; without copydetect it says so and skips."""
 
@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, similarity
-from grader.errors import Exit
-from grader.labs import discover, select
-from grader.patching import apply_patch
+from grader.cli import args as cli
+from grader.course import similarity
+from grader.model.errors import Exit
+from grader.model.labs import discover, select
+from grader.authoring.patching import apply_patch
 from grader.report import StudentOutcome, write_batch_reports
 from grader.report.sample import sample_results
-from grader.similarity import Options, Source, compare_lab
+from grader.course.similarity import Options, Source, compare_lab
 
-from .conftest import FIXTURES
-from .test_report_batch import parse
+from grader.tests.conftest import FIXTURES
+from grader.tests.test_report_batch import parse
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = "03-vector-add"
@@ -228,7 +229,7 @@ def test_cli_batch_similarity_flags() -> None:
 
 # --- in a batch -----------------------------------------------------------------------------------
 
-from .test_batch import batch, class_dir, fakes  # noqa: E402,F401 - the fake machine of the batch tests
+from grader.tests.test_batch import batch, class_dir, fakes  # noqa: E402,F401 - the fake machine of the batch tests
 
 
 @needs_copydetect

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import skeleton
-from grader.labs import discover
-from grader.skeleton import MarkerError, make_skeleton
+from grader.authoring import skeleton
+from grader.model.labs import discover
+from grader.authoring.skeleton import MarkerError, make_skeleton
 
-from .conftest import SOLUTION, write_lab
+from grader.tests.conftest import SOLUTION, write_lab
 
 
 def test_markers_and_stub_lines() -> None:

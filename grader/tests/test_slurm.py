@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch_students import LOG_FILE
-from grader.cli import main
-from grader.errors import GraderError
-from grader.labs import discover
-from grader.slurm import (
+from grader.course.batch.students import LOG_FILE
+from grader.cli.args import main
+from grader.model.errors import GraderError
+from grader.model.labs import discover
+from grader.course.slurm.jobs import (
     Jobs,
     cmd_slurm_resubmit,
     cmd_slurm_status,
@@ -24,7 +24,7 @@ from grader.slurm import (
     student_states,
     to_resubmit,
 )
-from grader.slurm_scripts import BatchArgs, Limits, SlurmOptions, array_range, limits, shards
+from grader.course.slurm.scripts import BatchArgs, Limits, SlurmOptions, array_range, limits, shards
 from grader.tests.test_batch_merge import finished
 
 
@@ -229,8 +229,8 @@ from grader.tests.test_batch import GPU, batch, class_dir, fakes, gradebook  # n
 
 
 def test_a_task_grades_its_shard_alone_in_its_own_work_folder(lab_root: Path, tmp_path: Path, fakes: dict) -> None:
-    from grader.batch_slots import BatchGrader
-    from grader.errors import Exit
+    from grader.course.batch.slots import BatchGrader
+    from grader.model.errors import Exit
 
     class_dir(tmp_path)
     other = BatchGrader(lab_root, discover(lab_root), GPU, "default", main_builder=fakes["main"])
@@ -255,7 +255,7 @@ import os  # noqa: E402
 import shlex  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
 
-from grader.results import Results  # noqa: E402
+from grader.model.results import Results  # noqa: E402
 from grader.tests.test_batch_course import COURSE, ROSTER  # noqa: E402
 
 
@@ -336,8 +336,8 @@ def test_tasks_and_merge_of_a_course(lab_root: Path, tmp_path: Path, fakes: dict
     """Each task runs as its script says (the fake builders in place of nvcc); dan's task dies. The merge,
     as its script says: the late penalty from the course file's copy, zed `missing`, dan `broken`, cat
     and eve listed as not graded. Then status and resubmit: only dan is graded again."""
-    from grader import batch as batch_mod
-    from grader.progress import Progress
+    from grader.course.batch import runner as batch_mod
+    from grader.model.progress import Progress
 
     late = datetime(2025, 9, 28, 12, 0, tzinfo=timezone.utc).timestamp()
     out, _ = _class_submit(lab_root, tmp_path, FakeSlurm())
@@ -386,7 +386,7 @@ def test_tasks_and_merge_of_a_course(lab_root: Path, tmp_path: Path, fakes: dict
 
 
 def test_slurm_course_copy_pins_a_relative_ledger(tmp_path: Path) -> None:
-    from grader.slurm_class import SlurmClass
+    from grader.course.slurm.course import SlurmClass
 
     (tmp_path / "c").mkdir()
     course = tmp_path / "c" / "course.toml"

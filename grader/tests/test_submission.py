@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, commands, submission
-from grader.labs import discover
-from grader.results import Results
-from grader.sandbox import stage_submission
-from grader.submission import (
+from grader.cli import args as cli
+from grader.cli import commands
+from grader.intake import submission
+from grader.model.labs import discover
+from grader.model.results import Results
+from grader.isolate.bwrap import stage_submission
+from grader.intake.submission import (
     SubmissionError,
     archive_suffix,
     open_submission,
@@ -24,8 +26,8 @@ from grader.submission import (
     submission_name,
 )
 
-from .conftest import FakeBuilder, add_tests, spec, write_lab
-from .test_cli import GPU
+from grader.tests.conftest import FakeBuilder, add_tests, spec, write_lab
+from grader.tests.test_cli import GPU
 
 CODE = "int add(int a, int b) { return a + b; }\n"
 

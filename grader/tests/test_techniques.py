@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.elf import Instruction, ObjectFile, Relocation, Section, Symbol
-from grader.labs import Technique, discover
-from grader.results import Category, LabResult, Status, TaskScore
-from grader.scoring import score_lab
-from grader.techniques import (
+from grader.inspect.elf import Instruction, ObjectFile, Relocation, Section, Symbol
+from grader.model.labs import Technique, discover
+from grader.model.results import Category, LabResult, Status, TaskScore
+from grader.score.scoring import score_lab
+from grader.inspect.techniques import (
     TechniqueOutcome,
     apply_techniques,
     called_names,

@@ -1,10 +1,10 @@
-"""grader/text.py: bounded text is cut between words, with an ellipsis."""
+"""grader/model/text.py: bounded text is cut between words, with an ellipsis."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader.text import ELLIPSIS, shorten, tail_lines, truncate, word_end, word_start
+from grader.model.text import ELLIPSIS, shorten, tail_lines, truncate, word_end, word_start
 
 MESSAGE = "the shuffle reduction uses __shfl_down_sync (the task's points withheld)"
 

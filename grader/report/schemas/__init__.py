@@ -18,7 +18,7 @@ from grader.report.schemas.junit import validate_junit
 from grader.report.schemas.lms import validate_canvas_csv, validate_moodle_csv
 
 if TYPE_CHECKING:
-    from grader.results import Results
+    from grader.model.results import Results
 
 
 def check_exports(results: Results) -> dict[str, list[str]]:

@@ -131,7 +131,7 @@ PATCH = "vector_add.cu.patch"  # lab 03's; a case of another lab has <its studen
 def case_lab(case: Case):
     """The Lab a case grades."""
     sys.path.insert(0, str(ROOT))
-    from grader.labs import discover, select
+    from grader.model.labs import discover, select
 
     return select(discover(ROOT), [case.lab])[0]
 
@@ -140,7 +140,7 @@ def patch_of(case: Case) -> Path:
     return case.dir / f"{case_lab(case).student_files[0]}.patch"
 
 
-from grader.patching import PatchError, apply_patch  # noqa: E402 - the one implementation, re-exported
+from grader.authoring.patching import PatchError, apply_patch  # noqa: E402 - the one implementation, re-exported
 
 
 def materialize(case: Case, dest: Path) -> Path:
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     sys.path.insert(0, str(ROOT))
-    from grader.environment import choose_preset, probe_gpu
+    from grader.host.environment import choose_preset, probe_gpu
 
     parser = argparse.ArgumentParser(prog="run-gpu", description="grade the adversarial submissions")
     parser.add_argument("out", type=Path, help="directory for each case's reports and log")

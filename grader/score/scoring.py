@@ -1,0 +1,149 @@
+"""Scores a lab from its rubric (lab.toml).
+
+- A task earns points x passed / counted over the tests its globs match (scoring = "proportional",
+  the default), or all its points only when every one passed (scoring = "all-or-nothing"). A test skipped for lack of a
+  GPU counts as not passed; a test skipped in small mode (CUDALAB_SMALL), or because this GPU's whole
+  memory is too small for it ("GPU too small"), is not counted at all, and the lab says so.
+- A perf goal earns points x clamp((r - zero_at) / (full_at - zero_at), 0, 1), where r is the
+  reference's time over the student's (Perf.ratio_to_reference), and only when the perf test ran.
+- A sanitizer finding in a kernel a task owns ([[task]] kernels) costs that task [sanitizer] cost
+  (default 1: all) of its points: a race or an out-of-bounds access is a correctness bug.
+- Lab score = task points + perf points. Tests that no task or perf goal matches are kept (0 points).
+- The hidden binary's tests score only tasks marked hidden = true; the public tests only the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grader.execute.gtest import GPU_TOO_SMALL_SKIP, SMALL_MODE_SKIP
+from grader.model.labs import Lab, PerfGoal
+from grader.model.results import LabResult, Status, TaskScore, TestResult
+
+UNASSIGNED_PERF_TASK = "perf"
+
+
+def counts_for_task(test: TestResult) -> bool:
+    """Whether the test is part of its task's denominator: not when small mode left it out, nor when
+    the GPU's whole memory is too small for it (a skip for memory that is merely not free counts)."""
+    return not (test.status is Status.SKIPPED
+                and (SMALL_MODE_SKIP.match(test.message) or GPU_TOO_SMALL_SKIP.match(test.message)))
+
+
+def perf_fraction(ratio: float | None, goal: PerfGoal) -> float:
+    if ratio is None:
+        return 0.0
+    if goal.full_at <= goal.zero_at:
+        return 1.0 if ratio >= goal.full_at else 0.0
+    return min(1.0, max(0.0, (ratio - goal.zero_at) / (goal.full_at - goal.zero_at)))
+
+
+def score_perf(test: TestResult, goal: PerfGoal, points: float) -> float:
+    """Points one perf test earns out of points; also records them on its Perf."""
+    perf = test.perf
+    if perf is None:
+        return 0.0
+    perf.points = points
+    ran = test.status is Status.PASSED
+    perf.earned = round(points * perf_fraction(perf.ratio_to_reference, goal), 4) if ran else 0.0
+    return perf.earned
+
+
+def score_lab(lab: Lab, result: LabResult) -> LabResult:
+    """Fill result.tasks, each test's task, perf points, result.score and result.max_score."""
+    tasks = {t.id: TaskScore(id=t.id, title=t.title, points=t.points, earned=0.0, challenge=t.challenge) for t in lab.tasks}
+    for test in result.tests:
+        goal = lab.perf_goal(test.name) if test.kind == "perf" else None
+        task = lab.task_for_test(test.name, hidden=test.binary == "hidden")
+        test.task = (goal.task if goal and goal.task else None) or (task.id if task else None)
+        if task is not None and counts_for_task(test):
+            tasks[task.id].tests_total += 1
+            tasks[task.id].tests_passed += test.status is Status.PASSED
+
+    for spec in lab.tasks:
+        ts = tasks[spec.id]
+        if ts.tests_total and spec.scoring == "all-or-nothing":
+            ts.earned = spec.points if ts.tests_passed == ts.tests_total else 0.0
+            if ts.tests_passed < ts.tests_total:
+                ts.notes.append(f"all or nothing: {ts.tests_total - ts.tests_passed} of {ts.tests_total} "
+                                "test(s) failed, so the task earns no points")
+        elif ts.tests_total:
+            ts.earned = round(spec.points * ts.tests_passed / ts.tests_total, 4)
+        elif spec.points:
+            ts.notes.append("no test of this task ran")
+
+    loose = TaskScore(id=UNASSIGNED_PERF_TASK, title="Performance", points=0.0, earned=0.0)
+    for goal in lab.perf:
+        # A test belongs to the first goal that matches it; a goal matching several shares its points.
+        matched = [t for t in result.tests if t.kind == "perf" and lab.perf_goal(t.name) is goal]
+        owner = tasks.get(goal.task) if goal.task else loose
+        assert owner is not None  # labs.load_lab checks that a perf goal names a known task
+        owner.perf_points += goal.points
+        share = goal.points / len(matched) if matched else 0.0
+        earned = sum(score_perf(test, goal, share) for test in matched)
+        if goal.points and not matched:
+            owner.notes.append(f"perf test {goal.test} did not report")
+        elif goal.points and any(t.perf is not None and t.perf.reference is None for t in matched):
+            owner.notes.append(f"{goal.test}: no reference timing in this run, so no perf points")
+        owner.perf_earned = round(owner.perf_earned + earned, 4)
+
+    too_small = [t for t in result.tests if t.status is Status.SKIPPED and GPU_TOO_SMALL_SKIP.match(t.message)]
+    if too_small:
+        note = (f"{len(too_small)} test(s) need more device memory than this GPU has and were left out "
+                f"(e.g. {too_small[0].name}): grade on a GPU with more memory for a complete grade")
+        if note not in result.messages:
+            result.messages.append(note)
+    result.tasks = list(tasks.values()) + ([loose] if loose.perf_points else [])
+    result.max_score = lab.total_points
+    result.score = round(sum(t.earned + t.perf_earned for t in result.tasks), 4)
+    return result
+
+
+# --- the score stage -------------------------------------------------------------------------------
+
+
+def score(ctx: Any, lab: Lab, result: LabResult, checked: Any) -> LabResult:
+    """The last stage of a lab: the rubric (score_lab), then what can take points away again: timings
+    that cannot be believed (grader/score/perfcheck.py), missing techniques (grader/inspect/techniques.py), and the
+    sanitizer's share."""
+    from grader.score import hints
+    from grader.score import perfcheck
+    from grader.execute import sanitizer
+    from grader.inspect import techniques
+
+    score_lab(lab, result)
+    gpu = ctx.info.gpu
+    for test in result.tests:
+        perf = test.perf
+        if perf is None or test.status is not Status.PASSED:
+            continue
+        why = perfcheck.implausible(perf, gpu, scored=perf.points > 0)
+        if not why:
+            continue
+        perf.implausible = why
+        if perf.earned:
+            owner = next((t for t in result.tasks if t.id == test.task), None)
+            if owner is not None:
+                owner.perf_earned = round(max(0.0, owner.perf_earned - perf.earned), 4)
+                owner.notes.append(f"{test.name}: no perf points: {why}")
+            result.score = round(max(0.0, result.score - perf.earned), 4)
+            perf.earned = 0.0
+        if why not in result.messages:
+            result.messages.append(f"{test.name}: {why}")
+    from grader.inspect.static_checks import technique_outcomes
+
+    checks = technique_outcomes(lab, checked) if checked is not None else None
+    if checks is not None:
+        ctx.progress.step(f"checking the techniques of lab {lab.name}")
+        outcomes, notes = checks
+        result.messages += [n for n in notes if n not in result.messages]
+        label = "solution" if ctx.mode == "solution" else "student"
+        withheld = techniques.apply_techniques(lab, result, outcomes, label)
+        missing = [o for o in outcomes if not o.found]
+        if missing:
+            ctx.progress.fail(f"{len(missing)} technique(s) missing: {withheld:g} point(s) withheld")
+        elif outcomes:
+            ctx.progress.ok(f"{len(outcomes)} technique(s) found")
+    sanitizer.apply_points(lab, result, [t for t in result.tests if t.name.startswith(f"{sanitizer.SUITE}.")])
+    hints.annotate(result)
+    return result
