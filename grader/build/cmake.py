@@ -4,7 +4,6 @@ error never stops another lab from building. Compiler output is kept (bounded) a
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from grader.model.errors import Exit, GraderError
+from grader.host.toolkit import find_nvcc
 from grader.model.results import BuildResult, Category
 from grader.model.text import truncate
 
@@ -57,11 +57,6 @@ def first_error(log: str) -> str:
     return ""
 
 
-def find_nvcc() -> str | None:
-    for candidate in (os.environ.get("CUDACXX"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    return None
 
 
 class Builder(Protocol):

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.build.cmake import find_nvcc
+from grader.host.toolkit import find_nvcc
 from grader.host.environment import GpuProbe, probe_gpu
 
 MIN_CMAKE = (3, 24)
@@ -134,7 +134,7 @@ def _optional_tool(name: str, path: str | None, missing: str, fix: str) -> Check
 
 
 def check_sanitizer() -> Check:
-    from grader.execute.sanitizer import find_sanitizer
+    from grader.host.toolkit import find_sanitizer
 
     return _optional_tool("compute-sanitizer", find_sanitizer(),
                           "not found: the sanitizer stage (race and memory checks) is reported as not run",
@@ -142,7 +142,7 @@ def check_sanitizer() -> Check:
 
 
 def check_bwrap() -> Check:
-    from grader.isolate.bwrap import find_bwrap
+    from grader.host.toolkit import find_bwrap
 
     return _optional_tool("bubblewrap (bwrap)", find_bwrap(),
                           "not found: submissions' test binaries run without a sandbox (fine for your own code)",

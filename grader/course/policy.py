@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from grader.model.text import amount
 from grader.model.errors import Exit, GraderError
 from grader.model.labs import Lab, LabError, select
 from grader.course.late_ledger import Ledger
@@ -106,8 +107,7 @@ class Extension:
 
 
 def _amount(n: float, unit: str) -> str:
-    text = f"{n:g}"
-    return f"{text} {unit}{'' if n == 1 else 's'}"
+    return amount(n, unit)
 
 
 @dataclass
@@ -313,45 +313,8 @@ def _apply(course: Course, student: str, results: Results, times: dict[str, Subm
     return before != ([lab.late for lab in results.labs], [lab.score for lab in results.labs])
 
 
-def explain(record: LateRecord, max_score: float) -> str:
-    """One short, friendly paragraph for the student: how the penalty (or none) came about."""
-    from grader.report._format import fmt_date, fmt_points
-
-    if not record.due:
-        return "This lab has no due date, so no late penalty applies."
-    due = f"due {fmt_date(record.due)}" + (f" (with your {record.extension})" if record.extension else "")
-    if not record.submitted:
-        return (f"This lab was {due}. No trustworthy submission time was found for your submission, so no late "
-                "penalty was applied.")
-    when = f"Your submission is dated {fmt_date(record.submitted)} ({record.source})"
-    if record.late_seconds <= 0:
-        after = datetime.fromisoformat(record.submitted) > datetime.fromisoformat(record.due)
-        grace = f", within the {_amount(record.grace_minutes, 'minute')} grace period" if after else ""
-        return f"This lab was {due}. {when}: on time{grace}. No penalty."
-    late = _late_text(record.late_seconds)
-    parts = [f"This lab was {due}. {when}: {late} late."]
-    if record.late_days_used:
-        parts.append(f"{_amount(record.late_days_used, 'late day')} of your course allowance covered "
-                     f"{'it' if not record.charged else 'part of it'} ({record.late_days_left} left).")
-    if record.charged:
-        capped = " (the cap)" if record.penalty_percent >= record.cap_percent and record.cap_percent < \
-            record.charged * record.rate_percent else ""
-        parts.append(f"The remaining {_amount(record.charged, record.unit)} cost {record.rate_percent:g} % each: "
-                     f"{record.penalty_percent:g} %{capped} of your raw score {fmt_points(record.raw_score)}, "
-                     f"so {fmt_points(record.penalty)} points come off and the lab counts "
-                     f"{fmt_points(record.raw_score - record.penalty)} / {fmt_points(max_score)}.")
-    else:
-        parts.append("No penalty.")
-    return " ".join(parts)
 
 
-def _late_text(seconds: float) -> str:
-    hours = seconds / 3600
-    if hours < 1:
-        return _amount(math.ceil(seconds / 60), "minute")
-    if hours < 48:
-        return _amount(round(hours, 1), "hour")
-    return _amount(round(hours / 24, 1), "day")
 
 
 def now_utc() -> datetime:
@@ -428,6 +391,6 @@ def submission_time(path: Path) -> SubmittedAt:
 
 __all__ = [
     "Course", "CourseError", "Extension", "Policy", "SubmittedAt", "UNITS", "apply_course", "assess_lab",
-    "explain", "git_commit_time", "load_course", "now_utc", "parse_when", "submission_time",
+    "git_commit_time", "load_course", "now_utc", "parse_when", "submission_time",
     "submission_times",
 ]

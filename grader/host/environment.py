@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from grader import __version__
-from grader.build.cmake import find_nvcc
+from grader.host.toolkit import find_nvcc
 from grader.model.results import RunInfo
 
 PROBE_TIMEOUT_S = 20.0

@@ -9,7 +9,7 @@ paths, '..', drive letters, symbolic and hard links, devices, FIFOs, more than M
 more than MAX_TOTAL_BYTES of content. When the extracted tree (or the directory) holds one top-level
 folder and nothing else, that folder is the submission. A flat submission, the student files at its
 top (vector_add.cu alone), is laid out as labs/NN-slug/<file> in workdir, for the file names that
-belong to exactly one lab. Nothing here reads a file's content: grader/isolate/bwrap.py stages and checks it.
+belong to exactly one lab. Nothing here reads a file's content: grader/intake/staging.py stages and checks it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from grader.model.labs import LAB_DIR, Lab
-from grader.isolate.bwrap import MAX_FILE_BYTES, StagingError
+from grader.intake.staging import MAX_FILE_BYTES, StagingError
 
 MAX_MEMBERS = 2000
 MAX_TOTAL_BYTES = 64 << 20

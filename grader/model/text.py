@@ -67,3 +67,8 @@ def tail_lines(text: str, lines: int = 20, limit: int = 2_000) -> str:
     kept = [line for line in text.splitlines() if line.strip()][-lines:]
     out = "\n".join(kept)
     return out[word_start(out, limit):] if len(out) > limit else out
+
+
+def amount(n: float, unit: str) -> str:
+    """'1 day', '2.5 days': a number and its unit, plural unless it is one."""
+    return f"{n:g} {unit}{'' if n == 1 else 's'}"

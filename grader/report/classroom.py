@@ -178,7 +178,7 @@ def _untimed_test(lab: LabResult, points: float, earned: float) -> dict[str, Any
 
 def _late_test(lab: LabResult) -> dict[str, Any] | None:
     """The late penalty as a test of negative score (None when there is none)."""
-    from grader.course.policy import explain
+    from grader.report.late import explain
 
     if lab.late is None or lab.late.penalty <= _EPS:
         return None

@@ -203,7 +203,7 @@ def _late_text(lab: LabResult) -> str:
     """How a course file's late policy treated the lab (grader/course/policy.py), for the student."""
     if lab.late is None:
         return ""
-    from grader.course.policy import explain
+    from grader.report.late import explain
 
     return explain(lab.late, lab.max_score)
 

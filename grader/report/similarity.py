@@ -16,7 +16,7 @@ from urllib.parse import quote
 from grader.report._format import fmt_date
 
 if TYPE_CHECKING:
-    from grader.course.similarity import Pair, SimilarityReport
+    from grader.model.similarity import Pair, SimilarityReport
 
 _CONTEXT_LINES = 4  # unmatched lines kept around each match when a long file is folded
 _FOLD_AT = 400  # a file longer than this many lines shows only its matches and their context

@@ -7,7 +7,7 @@ import glob
 import subprocess
 from pathlib import Path
 
-from grader.build.cmake import find_nvcc
+from grader.host.toolkit import find_nvcc
 from grader.inspect.elf import read_object
 from grader.inspect.includes import IncludePolicy, check_dependencies, list_dependencies
 from grader.model.labs import Lab

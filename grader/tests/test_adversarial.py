@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.build.cmake import find_nvcc
+from grader.host.toolkit import find_nvcc
 from grader.host.environment import choose_preset, probe_gpu
 from grader.model.labs import discover
 from grader.model.results import Category, Status
-from grader.isolate.bwrap import stage_submission
+from grader.intake.staging import stage_submission
 
 from grader.tests.adversarial import runner
 from grader.tests.compile_helpers import BUILD, compile_like_cmake, static_findings

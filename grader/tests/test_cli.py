@@ -194,20 +194,19 @@ def test_doctor_full(monkeypatch, capsys) -> None:
 
 def test_doctor_reports_the_optional_grading_tools(monkeypatch, capsys) -> None:
     """compute-sanitizer and bubblewrap are optional: missing, each is a warning with its consequence."""
-    from grader.execute import sanitizer
-    from grader.isolate import bwrap as sandbox
+    from grader.host import toolkit
 
     monkeypatch.setattr(commands, "probe_gpu", lambda: GPU)
-    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: None)
-    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    monkeypatch.setattr(toolkit, "find_sanitizer", lambda: None)
+    monkeypatch.setattr(toolkit, "find_bwrap", lambda: None)
     main("doctor")
     out = capsys.readouterr().out
     assert "warning  compute-sanitizer" in out and "reported as not run" in out
     assert "warning  bubblewrap (bwrap)" in out and "without a sandbox" in out
     missing = [line for line in out.splitlines() if line.startswith("missing:")]
     assert not any("sanitizer" in line or "bubblewrap" in line for line in missing)  # neither is required
-    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/usr/local/cuda/bin/compute-sanitizer")
-    monkeypatch.setattr(sandbox, "find_bwrap", lambda: "/usr/bin/bwrap")
+    monkeypatch.setattr(toolkit, "find_sanitizer", lambda: "/usr/local/cuda/bin/compute-sanitizer")
+    monkeypatch.setattr(toolkit, "find_bwrap", lambda: "/usr/bin/bwrap")
     main("doctor")
     out = capsys.readouterr().out
     assert "ok  compute-sanitizer    /usr/local/cuda/bin/compute-sanitizer" in out

@@ -17,13 +17,13 @@ from grader.course.policy import (
     CourseError,
     SubmittedAt,
     apply_course,
-    explain,
     git_commit_time,
     load_course,
     submission_time,
     submission_times,
 )
 from grader.model.errors import Exit
+from grader.report.late import explain
 from grader.model.hidden import redact
 from grader.course.late_ledger import Ledger, LedgerError
 from grader.model.labs import discover

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.build.cmake import find_nvcc
+from grader.host.toolkit import find_nvcc
 from grader.inspect.includes import (
     IncludePolicy,
     PreprocessError,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.build.cmake import find_nvcc
+from grader.host.toolkit import find_nvcc
 from grader.inspect.elf import read_object
 from grader.model.labs import discover
 from grader.inspect.objcheck import allowlist_for, asm_blocks, check_object, contract_of

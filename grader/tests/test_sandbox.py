@@ -22,18 +22,14 @@ from grader.execute import runs
 from grader.host.environment import GpuProbe
 from grader.execute.health import HealthMonitor, default_cap_s
 from grader.model.labs import discover
-from grader.grade.pipeline import RunOptions, exit_code, run_labs
+from grader.grade.options import RunOptions
+from grader.grade.pipeline import exit_code, run_labs
 from grader.model.progress import Progress
 from grader.build.cmake import CMakeBuilder, failed_build
 from grader.model.results import BuildResult, Category, Status
-from grader.isolate.bwrap import (
-    MAX_FILE_BYTES,
-    StagingError,
-    SubmissionBuilder,
-    bwrap_prefix,
-    probe_sandbox,
-    stage_submission,
-)
+from grader.build.submission import SubmissionBuilder
+from grader.intake.staging import MAX_FILE_BYTES, StagingError, stage_submission
+from grader.isolate.bwrap import bwrap_prefix, probe_sandbox
 
 from grader.tests.conftest import FIXTURES, FakeBuilder, add_tests, make_binary, spec
 
@@ -419,13 +415,13 @@ def test_refused_submission_is_a_clear_failure(lab_root: Path, builder: FakeBuil
 
 def test_a_static_refusal_stops_the_run(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
     from grader.inspect import static_checks
-    from grader.grade.context import Block
+    from grader.model.block import Block
 
-    def refuse(ctx, lab):
+    def refuse(lab, sources, build_dir, mode, progress):
         why = "the lab file was refused: exit: ends the process or runs code at its end"
-        return static_checks.StaticResult(block=Block(Category.FORBIDDEN_CALL, why, why))
+        return static_checks.Inspection(block=Block(Category.FORBIDDEN_CALL, why, why))
 
-    monkeypatch.setattr(static_checks, "run", refuse)
+    monkeypatch.setattr(static_checks, "inspect", refuse)
     builder.specs["lab01_student"] = spec([{"name": t["name"], "do": "segv"} for t in add_tests()])  # never runs
     results = _grade(lab_root, builder, RunOptions())
     res = results.labs[0]

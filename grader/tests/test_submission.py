@@ -17,7 +17,7 @@ from grader.cli import commands
 from grader.intake import submission
 from grader.model.labs import discover
 from grader.model.results import Results
-from grader.isolate.bwrap import stage_submission
+from grader.intake.staging import stage_submission
 from grader.intake.submission import (
     SubmissionError,
     archive_suffix,
