@@ -20,12 +20,17 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
-import glob
 import json
 import os
 import signal
 import sys
 import time
+
+if __package__:
+    from grader.isolate.landlock import LIBC, apply_landlock, landlock_abi, prctl  # noqa: F401 - doctor reads landlock_abi
+else:  # run by its path under python -I (grader/isolate/process.py): its own folder holds landlock.py
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from landlock import LIBC, apply_landlock, landlock_abi, prctl  # type: ignore[no-redef]  # noqa: F401
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
@@ -35,141 +40,12 @@ TMP_SIZE = b"8g"  # the private /tmp of a run (memory-backed: the host-memory li
 PROC_READ_ONLY = (b"/proc/sys", b"/proc/sysrq-trigger", b"/proc/irq", b"/proc/bus", b"/proc/fs")
 INIT_FAILED = 125  # init could not set the namespace up: the supervisor falls back to a subreaper
 PR_SET_PDEATHSIG = 1
-PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
-
-SYS_LANDLOCK_CREATE_RULESET = 444
-SYS_LANDLOCK_ADD_RULE = 445
-SYS_LANDLOCK_RESTRICT_SELF = 446
-LANDLOCK_CREATE_RULESET_VERSION = 1
-LANDLOCK_RULE_PATH_BENEATH = 1
-
-FS_EXECUTE = 1 << 0
-FS_WRITE_FILE = 1 << 1
-FS_READ_FILE = 1 << 2
-FS_READ_DIR = 1 << 3
-FS_REMOVE_DIR = 1 << 4
-FS_REMOVE_FILE = 1 << 5
-FS_MAKE_CHAR = 1 << 6
-FS_MAKE_DIR = 1 << 7
-FS_MAKE_REG = 1 << 8
-FS_MAKE_SOCK = 1 << 9
-FS_MAKE_FIFO = 1 << 10
-FS_MAKE_BLOCK = 1 << 11
-FS_MAKE_SYM = 1 << 12
-FS_REFER = 1 << 13  # ABI 2
-FS_TRUNCATE = 1 << 14  # ABI 3
-NET_BIND_TCP = 1 << 0  # ABI 4
-NET_CONNECT_TCP = 1 << 1
-SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
-SCOPE_SIGNAL = 1 << 1
 
 POLL_S = 0.05
 MAX_POLL_S = 0.25
 KILL_WAIT_S = 5.0
 # Where programs and libraries may be executed from (nothing the run itself could have written).
-EXEC_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/opt", "/etc/alternatives")
-DEVICE_FILES = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/null", "/dev/zero", "/dev/full",
-                "/dev/tty")
-
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-
-def _syscall(number: int, *args) -> int:
-    return int(_libc.syscall(ctypes.c_long(number), *args))
-
-
-def _prctl(option: int, arg: int) -> int:
-    return int(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                           ctypes.c_ulong(0)))
-
-
-# --- Landlock --------------------------------------------------------------------------------------
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version (0: none)."""
-    abi = _syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
-    return max(abi, 0)
-
-
-def _fs_rights(abi: int) -> int:
-    rights = (FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_CHAR
-              | FS_MAKE_DIR | FS_MAKE_REG | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM)
-    if abi >= 2:
-        rights |= FS_REFER
-    if abi >= 3:
-        rights |= FS_TRUNCATE
-    return rights
-
-
-def _add_rule(ruleset: int, path: str, access: int) -> None:
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return  # a path that does not exist here needs no rule
-    try:
-        is_dir = os.path.isdir(path)
-        file_rights = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE
-        attr = _PathBeneath(access if is_dir else access & file_rights, fd)
-        if attr.allowed_access:
-            _syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
-                     ctypes.byref(attr), ctypes.c_uint32(0))
-    finally:
-        os.close(fd)
-
-
-def apply_landlock(writable: list[str], executable: list[str], scope: bool = True, net: bool = True) -> str:
-    """Restrict this process (and what it starts) to: read anywhere, write only under `writable` and the
-    device files, execute only under EXEC_ROOTS and `executable`, no TCP, no signals outside. Returns
-    what was applied, for the status line."""
-    abi = landlock_abi()
-    if abi < 1:
-        return "unavailable"
-    fs = _fs_rights(abi)
-    sizes = {1: 8, 2: 8, 3: 8, 4: 16, 5: 16}
-    attr = _RulesetAttr(fs, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 and net else 0,
-                        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 and scope else 0)
-    ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(sizes.get(abi, 24)),
-                       ctypes.c_uint32(0))
-    if ruleset < 0:
-        return f"unavailable (create_ruleset: {os.strerror(ctypes.get_errno())})"
-    try:
-        read = FS_READ_FILE | FS_READ_DIR
-        _add_rule(ruleset, "/", read)
-        for root in [*EXEC_ROOTS, *executable]:
-            _add_rule(ruleset, root, read | FS_EXECUTE)
-        device_rights = FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE if abi >= 3 else 0)
-        for pattern in DEVICE_FILES:
-            for path in glob.glob(pattern):
-                _add_rule(ruleset, path, device_rights)
-        everything = fs & ~FS_EXECUTE
-        for path in [*writable, "/dev/shm"]:
-            _add_rule(ruleset, path, everything)
-        # The CUDA driver writes to /proc (its threads' entries) and fails to start without it. In a PID
-        # namespace /proc shows only the run's own processes and its system entries are read-only
-        # (_harden_proc); outside one, Landlock keeps ptrace (and so /proc/<pid>/mem) within the run.
-        _add_rule(ruleset, "/proc", device_rights)
-        if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
-            return f"unavailable (no_new_privs: {os.strerror(ctypes.get_errno())})"
-        if _syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            return f"unavailable (restrict_self: {os.strerror(ctypes.get_errno())})"
-    finally:
-        os.close(ruleset)
-    return f"abi {abi}"
-
-
 # --- process trees ---------------------------------------------------------------------------------
 
 
@@ -253,7 +129,7 @@ class _Waiter:
 
 
 def _try_unshare(flags: int) -> bool:
-    return _libc.unshare(ctypes.c_int(flags)) == 0
+    return LIBC.unshare(ctypes.c_int(flags)) == 0
 
 
 def _exec_target(argv: list[str], workdir: str, executable: list[str], status_fd: int, landlock: bool,
@@ -278,9 +154,9 @@ def _mount_proc(private_tmp: bool) -> bool:
     """A mount namespace of our own with a /proc of the new PID namespace (the CUDA driver reads
     /proc/<getpid()>, which must be this process, not the host's process of that number) and, asked
     for, an empty /tmp of its own (GoogleTest writes its captured output there)."""
-    if _libc.unshare(ctypes.c_int(CLONE_NEWNS)) != 0:
+    if LIBC.unshare(ctypes.c_int(CLONE_NEWNS)) != 0:
         return False
-    mount = _libc.mount
+    mount = LIBC.mount
     mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
     if mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing we mount reaches the host
         return False
@@ -300,7 +176,7 @@ def _init(argv: list[str], workdir: str, executable: list[str], status_fd: int, 
           result_w: int, writable: list[str], private_tmp: bool) -> None:
     """PID 1 of the new namespace: run PROGRAM, reap everything, hand PROGRAM's wait status up, exit.
     The namespace ends with this process, and the kernel kills whatever is left in it."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if not _mount_proc(private_tmp):
         os.write(info_w, b"init: no /proc of its own (" + os.strerror(ctypes.get_errno()).encode() + b")")
         os._exit(INIT_FAILED)
@@ -361,7 +237,7 @@ def _supervise(argv: list[str], workdir: str, timeout_s: float, memory_mib: floa
         else:
             return None
     else:
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
     info_r, info_w = os.pipe()
     result_r, result_w = os.pipe()
     pid = os.fork()

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from grader.course.batch import runner as batch_mod
+from grader.course.batch import worker
 from grader.course.batch import slots as batch_slots
 from grader.course.batch.slots import Graded
 from grader.build.cmake import failed_build
@@ -107,16 +108,16 @@ def test_an_interrupted_run_is_graded_again(
     that run is not kept."""
     three_students(tmp_path)
     handler = signal.getsignal(signal.SIGTERM)
-    real_run_labs = batch_slots.run_labs
+    real_grade_labs = batch_slots.grade_labs
     fired = []
 
-    def sigterm_during_ivys_run(root, labs, builder, gpu, options, progress):
+    def sigterm_during_ivys_run(grade, labs, options, progress, prepared=None):
         if "ivy" in options.submission and not fired:
             fired.append(True)
             interrupt(graders, signal.SIGTERM)
-        return real_run_labs(root, labs, builder, gpu, options, progress)
+        return real_grade_labs(grade, labs, options, progress, prepared)
 
-    monkeypatch.setattr(batch_slots, "run_labs", sigterm_during_ivys_run)
+    monkeypatch.setattr(batch_slots, "grade_labs", sigterm_during_ivys_run)
     stdout = io.StringIO()
     with pytest.raises(KeyboardInterrupt):
         batch_mod.run_batch(
@@ -144,9 +145,9 @@ def test_a_grade_killed_just_before_the_signal_arrives_is_not_kept() -> None:
     for results in (killed, crashed):
         grader = SimpleNamespace(stop=threading.Event())
         threading.Timer(0.05, grader.stop.set).start()
-        assert batch_mod._interrupted(grader, Graded(results))  # type: ignore[arg-type]
+        assert worker._interrupted(grader, Graded(results))  # type: ignore[arg-type]
         never = SimpleNamespace(stop=threading.Event())
-        assert not batch_mod._interrupted(never, Graded(results))  # type: ignore[arg-type]
+        assert not worker._interrupted(never, Graded(results))  # type: ignore[arg-type]
     quiet = SimpleNamespace(stop=threading.Event())
     threading.Timer(0.05, quiet.stop.set).start()
-    assert not batch_mod._interrupted(quiet, Graded(fine))  # type: ignore[arg-type]  # a verdict: no wait
+    assert not worker._interrupted(quiet, Graded(fine))  # type: ignore[arg-type]  # a verdict: no wait
