@@ -17,7 +17,9 @@ from grader.host.environment import GpuProbe, choose_preset, probe_gpu
 from grader.model.errors import Exit, GraderError
 from grader.model.labs import Lab, LabError, discover, select
 from grader.cli.listing import format_builds, format_labs, format_tests
-from grader.grade.pipeline import RunOptions, build_targets, exit_code, run_labs
+from grader.build.targets import build_targets
+from grader.grade.options import RunOptions
+from grader.grade.pipeline import exit_code, run_labs
 from grader.model.progress import Progress
 from grader.model.results import Results, ResultsError
 
@@ -27,7 +29,7 @@ def make_builder(root: Path, preset: str, jobs: int | None) -> Builder:
 
 def make_submission_builder(root: Path, preset: str, jobs: int | None, staging: Path) -> Builder:
     """The build of a staged submission: build/<preset>-submission, CUDALAB_SUBMISSION_DIR=staging."""
-    from grader.isolate.bwrap import SubmissionBuilder
+    from grader.build.submission import SubmissionBuilder
 
     return SubmissionBuilder(root, preset, jobs, submission_dir=staging)
 
@@ -160,16 +162,14 @@ def _run(
     if submission is None:
         return run_labs(root, labs, builder, gpu, options, progress)
     # An untrusted submission: only its student files, staged apart, built in a directory of their own.
-    from grader.isolate.bwrap import StagingError, stage_submission
-    from grader.intake.submission import open_submission  # a directory, a .zip/.tar.gz, or the student file(s) alone
+    from grader.intake.stage import take_in
+    from grader.intake.staging import StagingError
 
     staging = Path(tempfile.mkdtemp(prefix="cudalab-stage-"))
     try:
         try:
-            opened = open_submission(submission, staging / "opened", load_labs(root, []))
-            options.staged = stage_submission(labs, opened, staging)
-            options.staged.source = submission
-        except StagingError as err:
+            options.staged = take_in(submission, labs, staging, staging / "opened", load_labs(root, []))
+        except StagingError as err:  # SubmissionError included
             raise GraderError(f"--submission: {err}", Exit.USAGE) from None
         for name, staged in options.staged.labs.items():
             if staged.refused:

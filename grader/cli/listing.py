@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from grader.model.hidden import counts, is_summary, total_tests
 from grader.model.labs import Lab
-from grader.grade.pipeline import has_solution
+from grader.build.targets import has_solution
 from grader.model.results import BuildResult, Category, Results, Status, TestResult
 from grader.model.text import first_line, shorten
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.model.results import Category, Perf, PerfSeries, Status, TestResult
+from grader.model.results import Category, Perf, PerfSeries, Status, TestResult, is_perf_suite
 from grader.model.text import MESSAGE_LIMIT, truncate
 
 REPORT_LIMIT_BYTES = 64 << 20
@@ -50,12 +50,6 @@ class GtestError(Exception):
 class ParsedRun:
     tests: list[TestResult] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)  # the root's: gpu_name, cuda_*_version, ...
-
-
-def is_perf_suite(suite: str) -> bool:
-    """Suites named ...Perf hold perf tests. 'Prefix/ReducePerf' and typed 'ReducePerf/0' count too."""
-    parts = [p for p in suite.split("/") if not p.isdigit()]
-    return bool(parts) and parts[-1].endswith("Perf")
 
 
 def _seconds(value: Any) -> float:

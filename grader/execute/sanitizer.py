@@ -7,23 +7,23 @@ writes its report to a pipe of its own (--log-file /proc/self/fd/N), so nothing 
 pass for a finding or hide one. Each tool becomes one result, sanitizer.<tool>: passed when it found
 nothing, failed (category sanitizer) with the kernel and file:line of each distinct finding (the builds
 use -lineinfo), or not run with the reason (no compute-sanitizer, no GPU, time limit). [sanitizer]
-points are shared by the tools that ran.
+points are shared by the tools that ran (grader/score/penalties.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from grader.isolate import process
 from grader.execute import runs
+from grader.execute.lab_run import Graded
+from grader.execute.runner import Runner
+from grader.host.toolkit import find_sanitizer
+from grader.isolate import process
 from grader.model.labs import Lab
-from grader.model.results import Category, LabResult, Status, TaskScore, TestResult
+from grader.model.results import Category, Status, TestResult
 from grader.model.text import truncate
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -53,11 +53,6 @@ _HEADLINE = re.compile(
 )
 
 
-def find_sanitizer() -> str | None:
-    for candidate in (shutil.which("compute-sanitizer"), "/usr/local/cuda/bin/compute-sanitizer"):
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def kernel_name(where: str) -> str:
@@ -252,56 +247,37 @@ def run_tool(
     return ToolRun(tool, result, findings)
 
 
-@dataclass
-class Graded:
-    """The binary the sanitizer stage runs: the lab's student binary (the solution's in solution mode)."""
-
-    target: str
-    bin_dir: Path
-    label: str = "student"
-    blocked: Any = None  # the Block that kept it from running (grader/grade/context.py), if any
-    built: bool = True
-    ran: bool = False
-
-
-def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[TestResult]:
-    """The compute-sanitizer stage: each of the lab's tools over the graded binary, or why not."""
-    tools = tools_for(lab, ctx.options.sanitizer_tools)
+def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str], timeout_s: float,
+             gpu_available: bool, tests: list[TestResult], stop_at_first_failure: bool = False) -> list[TestResult]:
+    """The sanitize stage: each of the lab's tools over the graded binary, or why not. tests: the lab's
+    tests so far (a binary that saw no GPU is not sanitized)."""
     if not tools or graded is None:
         return []
     label = graded.label
     if graded.blocked is not None or not graded.ran:
         why = graded.blocked.test_message if graded.blocked is not None else "the binary did not build"
         return not_run(tools, why, label=label)
-    if not ctx.gpu.available or _saw_no_gpu(result):
-        out = not_run(tools, "no GPU on this machine", Category.NO_GPU, label)
-        for t in out:
-            t.status = Status.SKIPPED
-        return out
+    if not gpu_available or _saw_no_gpu(tests):
+        return skipped(tools, "no GPU on this machine", Category.NO_GPU, label)
     tool_path = find_sanitizer()
     if tool_path is None:
-        out = not_run(tools, "compute-sanitizer is not installed (it comes with the CUDA toolkit)", label=label)
-        for t in out:
-            t.status = Status.SKIPPED
-        return out
-    timeout = float(lab.sanitizer.get("timeout_s", 0) or 0) or (
-        3 * ctx.options.timeout_s if ctx.options.timeout_s else lab.timeout_s)
+        return skipped(tools, "compute-sanitizer is not installed (it comes with the CUDA toolkit)", Category.HARNESS,
+                       label)
     out = []
     # Why the remaining tools are not run: one ran out of time (the others would run the same kernels as
     # long), or, with stop_at_first_failure (the mutation gate), one found a problem (the verdict is in).
     skip: tuple[str, Category] | None = None
     for tool in tools:
-        stop = ctx.stopped()
+        stop = runner.stopped()
         if stop is not None:
             out += not_run([tool], stop.test_message, stop.category, label)
             continue
         if skip is not None:
             out += not_run([tool], skip[0].format(tool=tool), skip[1], label)
             continue
-        ctx.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
-        run = run_tool(tool_path, tool, graded.bin_dir / graded.target, timeout, env=ctx.options.env,
-                       policy=ctx.policy, label=label)
-        (ctx.progress.ok if run.result.status is Status.PASSED else ctx.progress.fail)(
+        runner.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
+        run = run_tool(tool_path, tool, graded.path, timeout_s, env=runner.env, policy=runner.policy, label=label)
+        (runner.progress.ok if run.result.status is Status.PASSED else runner.progress.fail)(
             f"{run.result.name}: {run.result.status.value}"
             + (f" ({len(run.findings)} distinct finding(s))" if run.findings else "")
         )
@@ -310,17 +286,30 @@ def stage(ctx: Any, lab: Lab, result: LabResult, graded: Graded | None) -> list[
             skip = (f"not run: compute-sanitizer {tool} did not finish in time, and {{tool}} would run the same "
                     "kernels under a tool at least as slow", Category.TIMEOUT)
         if run.result.status is not Status.PASSED:
-            ctx.after_fault(f"compute-sanitizer {tool}")
-            if skip is None and ctx.options.stop_at_first_failure:
+            runner.check_health(f"compute-sanitizer {tool}")
+            if skip is None and stop_at_first_failure:
                 skip = (f"not run: compute-sanitizer {tool} found a problem already, which decides the "
                         "mutation gate", Category.SANITIZER)
     return out
 
 
-def _saw_no_gpu(result: LabResult) -> bool:
+def timeout_for(lab: Lab, timeout_s: float | None) -> float:
+    """A tool's time limit: lab.toml's [sanitizer] timeout_s, else three times the run timeout asked for,
+    else the lab's own run timeout."""
+    return float(lab.sanitizer.get("timeout_s", 0) or 0) or (3 * timeout_s if timeout_s else lab.timeout_s)
+
+
+def skipped(tools: list[str], reason: str, category: Category, label: str) -> list[TestResult]:
+    out = not_run(tools, reason, category, label)
+    for t in out:
+        t.status = Status.SKIPPED
+    return out
+
+
+def _saw_no_gpu(tests: list[TestResult]) -> bool:
     """Every test of the lab skipped for lack of a GPU: the binary saw none."""
-    gpu_tests = [t for t in result.tests if t.category is Category.NO_GPU]
-    return bool(gpu_tests) and len(gpu_tests) == len([t for t in result.tests if not t.name.startswith(f"{SUITE}.")])
+    gpu_tests = [t for t in tests if t.category is Category.NO_GPU]
+    return bool(gpu_tests) and len(gpu_tests) == len([t for t in tests if not t.name.startswith(f"{SUITE}.")])
 
 
 def tools_for(lab: Lab, override: list[str] | None = None) -> list[str]:
@@ -335,50 +324,3 @@ def not_run(tools: list[str], reason: str, category: Category = Category.HARNESS
                    message=reason)
         for t in tools
     ]
-
-
-def apply_points(lab: Lab, result: LabResult, tests: list[TestResult]) -> None:
-    """After score_lab: a finding in a kernel a task owns ([[task]] kernels) costs that task [sanitizer]
-    cost (default 1: every point) of its correctness points; [sanitizer] points, if any, are a task of
-    their own, shared by the tools that ran."""
-    charge_findings(lab, result, tests)
-    points = float(lab.sanitizer.get("points", 0) or 0)
-    if points <= 0 or not tests:
-        return
-    ran = [t for t in tests if t.status in (Status.PASSED, Status.FAILED)]
-    passed = sum(t.status is Status.PASSED for t in ran)
-    earned = round(points * passed / len(tests), 4) if tests else 0.0
-    task = TaskScore(id=TASK_ID, title="compute-sanitizer: " + ", ".join(t.name.split(".", 1)[1] for t in tests),
-                     points=points, earned=earned, tests_passed=passed, tests_total=len(tests))
-    if len(ran) < len(tests):
-        task.notes.append(f"{len(tests) - len(ran)} sanitizer tool(s) did not run")
-    for t in tests:
-        t.task = TASK_ID
-    result.tasks.append(task)
-    result.max_score = round(result.max_score + points, 4)
-    result.score = round(result.score + earned, 4)
-
-
-def charge_findings(lab: Lab, result: LabResult, tests: list[TestResult]) -> None:
-    """Take from each task whose kernel a tool found an error in its share of [sanitizer] cost."""
-    cost = min(1.0, max(0.0, float(lab.sanitizer.get("cost", 1.0))))
-    charged: dict[str, list[str]] = {}  # task id -> "memcheck in kernel_name"
-    for t in tests:
-        if t.status is not Status.FAILED:
-            continue
-        for kernel in filter(None, t.properties.get("sanitizer_kernels", "").split(",")):
-            task = lab.task_for_kernel(kernel)
-            if task is not None:
-                charged.setdefault(task.id, []).append(f"{t.name.split('.', 1)[1]} in {kernel}")
-                t.task = t.task or task.id
-    for score in result.tasks:
-        found = charged.get(score.id)
-        if not found or cost <= 0:
-            continue
-        spec = lab.task(score.id)
-        taken = round(min(score.earned, cost * (spec.points if spec else score.points)), 4)
-        score.earned = round(score.earned - taken, 4)
-        result.score = round(max(0.0, result.score - taken), 4)
-        score.notes.append(f"compute-sanitizer found an error ({'; '.join(sorted(set(found)))}): "
-                           f"{taken:g} point(s) taken, since a race or an out-of-bounds access is a bug "
-                           "even when the answer came out right")

@@ -1,14 +1,14 @@
-"""The static checks of a lab's graded file, before anything of it runs: what the preprocessor reads,
-then what the compiler made of it.
+"""The inspection stages of a lab's graded file, before anything of it runs. They read and judge; they
+build nothing (the build stages hand them what the compiler made).
 
-  1. the staging step's refusal, if any (a link, a binary or oversized file: grader/isolate/bwrap.py);
-  2. the test objects, built from the pristine tree (their undefined symbols are the contract);
-  3. every file the preprocessor opens for the student file (grader/inspect/includes.py);
-  4. the student file compiled on its own (labNN_student_object), within a time and memory limit;
-  5. the allowlists over that object and its assembly listing (grader/inspect/objcheck.py).
+  screen   every file the preprocessor opens for the graded file (grader/inspect/includes.py), before
+           the file is compiled at all (a forbidden include never reaches the compiler);
+  inspect  the object the file compiled to, held to allowlists of what it may define and reference, its
+           sections and initializers, no `syscall`, no host inline assembly (grader/inspect/objcheck.py);
+           then lab.toml's technique checks, read once here for whoever needs them (the mutation gate,
+           scoring).
 
-A refusal is a Block: the binaries are never built or run, every test of the lab says why. The object
-read in step 5 is kept for the technique checks (grader/inspect/techniques.py).
+A refusal is a Block: the binaries are never run, every test of the lab says why.
 """
 
 from __future__ import annotations
@@ -17,48 +17,48 @@ import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.inspect import includes
-from grader.inspect import objcheck
-from grader.build.cmake import CMakeBuilder, find_nvcc
 from grader.build.compiledb import CompileDb
-from grader.grade.context import Block, GradeContext
+from grader.build.targets import code_prefix, object_target, test_object_targets
+from grader.host.toolkit import find_nvcc
+from grader.inspect import includes, objcheck, techniques
 from grader.inspect.elf import ElfError, ObjectFile, read_object
+from grader.intake.stage import refused_block
+from grader.model.block import Block
 from grader.model.labs import Lab
+from grader.model.progress import Progress
 from grader.model.results import BuildResult, Category
 
 MAX_SHOWN = 6
 
 
 @dataclass
-class StaticResult:
+class Screening:
+    """What the preprocessor read for the graded file: a refusal, or the preprocessor's own error."""
+
     block: Block | None = None
-    build: BuildResult | None = None  # the student object's compile, when it was attempted
-    notes: list[str] = field(default_factory=list)  # what could not be checked
+    compile_error: BuildResult | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Inspection:
+    """What the graded object was found to be. techniques: lab.toml's technique checks and their notes,
+    None when there is nothing to check (no [[technique]], or the object was refused)."""
+
+    block: Block | None = None
+    notes: list[str] = field(default_factory=list)
     obj: ObjectFile | None = None
     object_path: Path | None = None
     contract: set[str] = field(default_factory=set)  # the functions the tests call
-    techniques: tuple[list, list[str]] | None = field(default=None, repr=False)  # technique_outcomes, once read
+    techniques: tuple[list[techniques.TechniqueOutcome], list[str]] | None = field(default=None, repr=False)
 
     @property
-    def ok(self) -> bool:
-        return self.block is None and (self.build is None or self.build.ok)
+    def technique_missing(self) -> bool:
+        return self.techniques is not None and any(not o.found for o in self.techniques[0])
 
 
-def code_target(ctx: GradeContext, lab: Lab) -> str:
-    """labNN_student or labNN_solution: the prefix of the graded code's targets."""
-    return f"{lab.target_prefix}_{'solution' if ctx.mode == 'solution' else 'student'}"
-
-
-def test_object_targets(lab: Lab) -> list[str]:
-    targets = [f"{lab.target_prefix}_tests"]
-    if (lab.solution_dir / f"test_hidden_{lab.topic}.cu").is_file():
-        targets.append(f"{lab.target_prefix}_hidden_tests")
-    return targets
-
-
-def _refused(what: str, lines: list[str], category: Category, label: str, target: str) -> Block:
-    shown = "; ".join(lines[:MAX_SHOWN]) + (f"; and {len(lines) - MAX_SHOWN} more" if len(lines) > MAX_SHOWN else "")
-    return Block(category, f"the lab file was {what}: {shown}", f"the lab file was {what}: {shown}", label, target)
+def _label(mode: str) -> str:
+    return "solution" if mode == "solution" else "student"
 
 
 def _group_includes(problems: list[includes.IncludeProblem]) -> list[str]:
@@ -68,78 +68,6 @@ def _group_includes(problems: list[includes.IncludeProblem]) -> list[str]:
         seen.setdefault(p.why, []).append(p.path)
     return [f"{paths[0]}" + (f" (and {len(paths) - 1} more files)" if len(paths) > 1 else "") + f": {why}"
             for why, paths in seen.items()]
-
-
-def run(ctx: GradeContext, lab: Lab) -> StaticResult:
-    """The static checks of one lab (in both modes: the reference must pass them too)."""
-    label = "solution" if ctx.mode == "solution" else "student"
-    prefix = code_target(ctx, lab)
-    target = f"{prefix}_object"
-    staged = ctx.options.staged.lab(lab.name) if ctx.options.staged and ctx.mode == "student" else None
-    if staged is not None and staged.refused:
-        what = "refused" if staged.category is Category.COMPILE_ERROR else "rejected"
-        return StaticResult(block=_refused(what, staged.errors, staged.category or Category.COMPILE_ERROR, label, prefix))
-    builder = ctx.builder_for(prefix)
-    if not ctx.checks or not isinstance(getattr(builder, "inner", builder), CMakeBuilder):
-        return StaticResult(notes=[] if not ctx.real else ["the static checks did not run (no CMake build)"])
-    build_dir = Path(getattr(builder, "build_dir"))
-    sources = ctx.sources(lab)
-    result = StaticResult()
-
-    # 2. the pristine test objects: the contract is what they call
-    if ctx.options.build:
-        for t in test_object_targets(lab):
-            built = builder.build(t)
-            if not built.ok:
-                result.notes.append(f"the contract could not be read: {t} did not build ({built.message})")
-
-    # 3. what the preprocessor reads
-    ctx.progress.step(f"checking what the files of {target} include")
-    lines, error = include_problems(lab, sources, build_dir, target, result.notes)
-    if error:
-        message = builder.unstaged(error) if hasattr(builder, "unstaged") else error
-        result.build = BuildResult(target=target, ok=False, category=Category.COMPILE_ERROR,
-                                   message=f"compile error: {message}")
-        return result
-    if lines:
-        result.block = _refused("rejected", lines, Category.FORBIDDEN_CALL, label, prefix)
-        ctx.progress.fail(f"{prefix}: includes that are not allowed")
-        return result
-
-    # 4. the file on its own, within limits
-    if ctx.options.build:
-        ctx.progress.step(f"compiling {target}")
-        result.build = builder.build(target, timeout_s=ctx.options.compile_timeout_s,
-                                     memory_mib=ctx.options.compile_memory_mib)
-        if not result.build.ok:
-            ctx.progress.fail(f"{target}: {result.build.message}")
-            return result
-
-    # 5. the allowlists over what it compiled to
-    objects = [_object_path(build_dir, target, s) for s in sources]
-    if any(o is None for o in objects):
-        result.notes.append(f"the compiled lab file was not checked: no object of {target} in {build_dir}")
-        return result
-    contract = result.contract = _contract(build_dir, lab, result.notes)
-    ctx.progress.step(f"checking what {target} compiled to")
-    findings: list[objcheck.Finding] = []
-    for obj_path, source in zip(objects, sources):
-        assert obj_path is not None
-        try:
-            obj = read_object(obj_path)
-        except ElfError as err:
-            result.notes.append(f"the compiled lab file was not checked: {err}")
-            return result
-        listing = obj_path.with_suffix(".s")
-        assembly = listing.read_text(errors="replace") if listing.is_file() else None
-        if assembly is None:
-            result.notes.append("host inline assembly was not checked: the compiler's listing is missing")
-        findings += objcheck.check_object(obj, lab, contract, [source], assembly)
-        result.obj, result.object_path = obj, obj_path
-    if findings:
-        result.block = _refused("refused", [f.line() for f in findings], Category.FORBIDDEN_CALL, label, prefix)
-        ctx.progress.fail(f"{prefix}: {len(findings)} thing(s) a lab file may not do")
-    return result
 
 
 def include_problems(lab: Lab, sources: list[Path], build_dir: Path, target: str,
@@ -159,6 +87,65 @@ def include_problems(lab: Lab, sources: list[Path], build_dir: Path, target: str
         except includes.PreprocessError as err:
             return [], str(err)
     return _group_includes(problems), ""
+
+
+def screen(lab: Lab, sources: list[Path], build_dir: Path, mode: str, progress: Progress,
+           unstage=lambda text: text) -> Screening:  # noqa: ANN001 - str -> str: staging paths out of messages
+    """The screen stage: what the preprocessor reads for the graded file, against the lab's allowlist."""
+    target = object_target(lab, mode)
+    progress.step(f"checking what the files of {target} include")
+    found = Screening()
+    lines, error = include_problems(lab, sources, build_dir, target, found.notes)
+    if error:
+        found.compile_error = BuildResult(target=target, ok=False, category=Category.COMPILE_ERROR,
+                                          message=f"compile error: {unstage(error)}")
+    elif lines:
+        prefix = code_prefix(lab, mode)
+        found.block = refused_block("rejected", [unstage(x) for x in lines], Category.FORBIDDEN_CALL, _label(mode),
+                                    prefix, MAX_SHOWN)
+        progress.fail(f"{prefix}: includes that are not allowed")
+    return found
+
+
+def inspect(lab: Lab, sources: list[Path], build_dir: Path | None, mode: str, progress: Progress) -> Inspection:
+    """The inspect stage: the allowlists over the compiled graded file, then the technique checks. With
+    no build folder (no CMake build: the grader's own tests) only the technique checks run, on nothing."""
+    found = Inspection()
+    if build_dir is not None:
+        _check_object(lab, sources, build_dir, mode, progress, found)
+    if found.block is None and lab.techniques:
+        found.techniques = techniques.check_all(lab, found.obj, contract_for(found), ptx_of(found))
+    return found
+
+
+def _check_object(lab: Lab, sources: list[Path], build_dir: Path, mode: str, progress: Progress,
+                  found: Inspection) -> None:
+    target = object_target(lab, mode)
+    objects = [_object_path(build_dir, target, s) for s in sources]
+    if any(o is None for o in objects):
+        found.notes.append(f"the compiled lab file was not checked: no object of {target} in {build_dir}")
+        return
+    contract = found.contract = _contract(build_dir, lab, found.notes)
+    progress.step(f"checking what {target} compiled to")
+    findings: list[objcheck.Finding] = []
+    for obj_path, source in zip(objects, sources):
+        assert obj_path is not None
+        try:
+            obj = read_object(obj_path)
+        except ElfError as err:
+            found.notes.append(f"the compiled lab file was not checked: {err}")
+            return
+        listing = obj_path.with_suffix(".s")
+        assembly = listing.read_text(errors="replace") if listing.is_file() else None
+        if assembly is None:
+            found.notes.append("host inline assembly was not checked: the compiler's listing is missing")
+        findings += objcheck.check_object(obj, lab, contract, [source], assembly)
+        found.obj, found.object_path = obj, obj_path
+    if findings:
+        prefix = code_prefix(lab, mode)
+        found.block = refused_block("refused", [f.line() for f in findings], Category.FORBIDDEN_CALL, _label(mode),
+                                    prefix, MAX_SHOWN)
+        progress.fail(f"{prefix}: {len(findings)} thing(s) a lab file may not do")
 
 
 def _object_path(build_dir: Path, target: str, source: Path) -> Path | None:
@@ -181,30 +168,18 @@ def _contract(build_dir: Path, lab: Lab, notes: list[str]) -> set[str]:
     return objcheck.contract_of(objects)
 
 
-def contract_for(result: StaticResult) -> set[str]:
-    return result.contract
+def contract_for(found: Inspection) -> set[str]:
+    return found.contract
 
 
-def ptx_of(result: StaticResult) -> str | None:
+def ptx_of(found: Inspection) -> str | None:
     """The PTX nvcc kept beside the object (--keep), for the technique checks; None when there is none."""
-    if result.object_path is None:
+    if found.object_path is None:
         return None
-    keep_dir = result.object_path.parent
+    keep_dir = found.object_path.parent
     while keep_dir.name and not keep_dir.name.endswith(".dir"):
         keep_dir = keep_dir.parent
-    found = sorted(glob.glob(str(keep_dir / "*.ptx")))
-    if not found:
+    kept = sorted(glob.glob(str(keep_dir / "*.ptx")))
+    if not kept:
         return None
-    return "\n".join(Path(p).read_text(errors="replace") for p in found)
-
-
-def technique_outcomes(lab: Lab, result: StaticResult) -> tuple[list, list[str]] | None:
-    """lab.toml's technique checks on the checked object, and their notes: read once, whoever asks
-    first (the mutation gate before the sanitizer, scoring at the end). None: nothing to check."""
-    if not result.ok or not lab.techniques:
-        return None
-    if result.techniques is None:
-        from grader.inspect import techniques
-
-        result.techniques = techniques.check_all(lab, result.obj, contract_for(result), ptx_of(result))
-    return result.techniques
+    return "\n".join(Path(p).read_text(errors="replace") for p in kept)

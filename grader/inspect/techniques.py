@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from grader.inspect.elf import ObjectFile, demangle
 from grader.model.labs import Lab, Technique
-from grader.model.results import Category, LabResult, Status, TestResult
 
 TECHNIQUE_SUITE = "Techniques"
 
@@ -151,45 +150,3 @@ def check_all(lab: Lab, obj: ObjectFile | None, contract: set[str], ptx: str | N
             continue
         outcomes.append(check_technique(t, calls, ptx))
     return outcomes, notes
-
-
-# --- scoring ---------------------------------------------------------------------------------------
-
-
-def apply_techniques(lab: Lab, result: LabResult, outcomes: list[TechniqueOutcome], binary: str = "student") -> float:
-    """After scoring: withhold points for missing techniques, note them on their tasks, and add a
-    technique_missing entry per missing technique. Returns the points withheld."""
-    missing = [o for o in outcomes if not o.found]
-    withheld_total = 0.0
-    by_task: dict[str, list[TechniqueOutcome]] = {}
-    for o in missing:
-        by_task.setdefault(o.technique.task, []).append(o)
-    for task_id, outs in by_task.items():
-        ts = next((t for t in result.tasks if t.id == task_id), None)
-        whole = any(o.technique.points is None for o in outs)
-        cap = float("inf") if whole else sum(o.technique.points or 0.0 for o in outs)
-        withheld = 0.0
-        if ts is not None:
-            take = min(ts.earned, cap)
-            ts.earned = round(ts.earned - take, 4)
-            withheld += take
-            take = min(ts.perf_earned, cap - withheld)
-            ts.perf_earned = round(ts.perf_earned - take, 4)
-            withheld += take
-        for k, o in enumerate(outs, start=1):
-            points = "the task's points" if o.technique.points is None else f"{o.technique.points:g} points"
-            if ts is not None:
-                ts.notes.append(f"{o.technique.message or o.technique.pattern} ({points} withheld)")
-            result.tests.append(TestResult(
-                name=f"{TECHNIQUE_SUITE}.{task_id}" + (f"/{k}" if k > 1 else ""),
-                status=Status.FAILED,
-                kind="correctness",
-                binary=binary,
-                task=task_id,
-                category=Category.TECHNIQUE_MISSING,
-                message=o.message + f" ({points} withheld)",
-            ))
-        withheld_total += withheld
-    if withheld_total:
-        result.score = round(max(0.0, result.score - withheld_total), 4)
-    return withheld_total

@@ -110,6 +110,17 @@ class Perf:
         return self.speed_ratio(serial) if serial is not None else None
 
 
+def is_perf_suite(suite: str) -> bool:
+    """Suites named ...Perf hold perf tests. 'Prefix/ReducePerf' and typed 'ReducePerf/0' count too."""
+    parts = [p for p in suite.split("/") if not p.isdigit()]
+    return bool(parts) and parts[-1].endswith("Perf")
+
+
+def test_kind(name: str) -> str:
+    """"perf" for a test of a perf suite, else "correctness"."""
+    return "perf" if is_perf_suite(name.split(".", 1)[0]) else "correctness"
+
+
 @dataclass
 class TestResult:
     name: str  # "Suite.Test/param", as gtest names it

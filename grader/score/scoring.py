@@ -14,11 +14,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from grader.execute.gtest import GPU_TOO_SMALL_SKIP, SMALL_MODE_SKIP
+from grader.inspect.techniques import TechniqueOutcome
 from grader.model.labs import Lab, PerfGoal
+from grader.model.progress import Progress
 from grader.model.results import LabResult, Status, TaskScore, TestResult
+from grader.score import hints, penalties
 
 UNASSIGNED_PERF_TASK = "perf"
 
@@ -102,48 +103,23 @@ def score_lab(lab: Lab, result: LabResult) -> LabResult:
 # --- the score stage -------------------------------------------------------------------------------
 
 
-def score(ctx: Any, lab: Lab, result: LabResult, checked: Any) -> LabResult:
-    """The last stage of a lab: the rubric (score_lab), then what can take points away again: timings
-    that cannot be believed (grader/score/perfcheck.py), missing techniques (grader/inspect/techniques.py), and the
-    sanitizer's share."""
-    from grader.score import hints
-    from grader.score import perfcheck
-    from grader.execute import sanitizer
-    from grader.inspect import techniques
-
+def score(lab: Lab, result: LabResult, *, techniques: tuple[list[TechniqueOutcome], list[str]] | None,
+          gpu: dict[str, str], label: str, progress: Progress) -> LabResult:
+    """The score stage: the rubric (score_lab), then what takes points away again (grader/score/
+    penalties.py): timings that cannot be believed, missing techniques (found by the inspect stage), the
+    sanitizer's share; last, a hint on each failure."""
     score_lab(lab, result)
-    gpu = ctx.info.gpu
-    for test in result.tests:
-        perf = test.perf
-        if perf is None or test.status is not Status.PASSED:
-            continue
-        why = perfcheck.implausible(perf, gpu, scored=perf.points > 0)
-        if not why:
-            continue
-        perf.implausible = why
-        if perf.earned:
-            owner = next((t for t in result.tasks if t.id == test.task), None)
-            if owner is not None:
-                owner.perf_earned = round(max(0.0, owner.perf_earned - perf.earned), 4)
-                owner.notes.append(f"{test.name}: no perf points: {why}")
-            result.score = round(max(0.0, result.score - perf.earned), 4)
-            perf.earned = 0.0
-        if why not in result.messages:
-            result.messages.append(f"{test.name}: {why}")
-    from grader.inspect.static_checks import technique_outcomes
-
-    checks = technique_outcomes(lab, checked) if checked is not None else None
-    if checks is not None:
-        ctx.progress.step(f"checking the techniques of lab {lab.name}")
-        outcomes, notes = checks
+    penalties.withhold_implausible(result, gpu)
+    if techniques is not None:
+        progress.step(f"checking the techniques of lab {lab.name}")
+        outcomes, notes = techniques
         result.messages += [n for n in notes if n not in result.messages]
-        label = "solution" if ctx.mode == "solution" else "student"
-        withheld = techniques.apply_techniques(lab, result, outcomes, label)
+        withheld = penalties.apply_techniques(lab, result, outcomes, label)
         missing = [o for o in outcomes if not o.found]
         if missing:
-            ctx.progress.fail(f"{len(missing)} technique(s) missing: {withheld:g} point(s) withheld")
+            progress.fail(f"{len(missing)} technique(s) missing: {withheld:g} point(s) withheld")
         elif outcomes:
-            ctx.progress.ok(f"{len(outcomes)} technique(s) found")
-    sanitizer.apply_points(lab, result, [t for t in result.tests if t.name.startswith(f"{sanitizer.SUITE}.")])
+            progress.ok(f"{len(outcomes)} technique(s) found")
+    penalties.apply_points(lab, result, penalties.sanitizer_tests(result))
     hints.annotate(result)
     return result

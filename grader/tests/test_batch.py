@@ -36,7 +36,7 @@ from grader.model.errors import Exit, GraderError
 from grader.model.labs import discover
 from grader.model.progress import Progress
 from grader.model.results import BuildResult, Results
-from grader.isolate.bwrap import stage_submission
+from grader.intake.staging import stage_submission
 
 from grader.tests.conftest import NO_GPU_REASON, NO_GPU_ROOT, FakeBuilder, add_tests, make_binary, spec
 from grader.tests.test_cmake import NVCC_ERROR
@@ -301,18 +301,18 @@ def test_batch_grades_every_student_and_resumes(lab_root: Path, tmp_path: Path, 
 def test_runs_are_serialized(lab_root: Path, tmp_path: Path, fakes: dict, monkeypatch) -> None:
     class_dir(tmp_path)
     active = {"now": 0, "most": 0}
-    real_run_labs = batch_slots.run_labs
+    real_grade_labs = batch_slots.grade_labs
 
-    def tracking_run_labs(*args, **kwargs):
+    def tracking_grade_labs(*args, **kwargs):
         active["now"] += 1
         active["most"] = max(active["most"], active["now"])
         try:
             time.sleep(0.05)
-            return real_run_labs(*args, **kwargs)
+            return real_grade_labs(*args, **kwargs)
         finally:
             active["now"] -= 1
 
-    monkeypatch.setattr(batch_slots, "run_labs", tracking_run_labs)
+    monkeypatch.setattr(batch_slots, "grade_labs", tracking_grade_labs)
     code, _, _ = batch(lab_root, fakes, tmp_path, "1", jobs=3)
     assert code is Exit.OK and active["most"] == 1 and FakeSlot.most >= 2
     # gpu_runs counts only where nothing is timed: a graded batch stays one run at a time.
@@ -325,21 +325,21 @@ def test_correctness_only_runs_share_the_gpu(lab_root: Path, tmp_path: Path, fak
     """The mutation gate (perf=False) lets gpu_runs test runs share the GPU, and no more."""
     class_dir(tmp_path)
     active = {"now": 0, "most": 0}
-    real_run_labs = batch_slots.run_labs
+    real_grade_labs = batch_slots.grade_labs
     lock = threading.Lock()
 
-    def tracking_run_labs(*args, **kwargs):
+    def tracking_grade_labs(*args, **kwargs):
         with lock:
             active["now"] += 1
             active["most"] = max(active["most"], active["now"])
         try:
             time.sleep(0.2)
-            return real_run_labs(*args, **kwargs)
+            return real_grade_labs(*args, **kwargs)
         finally:
             with lock:
                 active["now"] -= 1
 
-    monkeypatch.setattr(batch_slots, "run_labs", tracking_run_labs)
+    monkeypatch.setattr(batch_slots, "grade_labs", tracking_grade_labs)
     code, _, _ = batch(lab_root, fakes, tmp_path, "1", jobs=3, gpu_runs=2, perf=False)
     assert code is Exit.OK and active["most"] == 2
 
@@ -446,7 +446,7 @@ def test_cli_usage_errors(lab_root: Path, tmp_path: Path, capsys) -> None:
 
 
 def gtest_perf_filter() -> str:
-    from grader.grade.pipeline import PERF_FILTER
+    from grader.execute.lab_run import PERF_FILTER
 
     return PERF_FILTER
 

@@ -109,7 +109,7 @@ def test_the_health_probe_checks_the_gpu_of_the_grade(tmp_path: Path) -> None:
 
 
 class RunWatch:
-    """Wraps run_labs and runs.run_binary: grades at once (overall and per GPU), and every test binary's
+    """Wraps the batch's run half (grade_labs) and runs.run_binary: grades at once (overall and per GPU), and every test binary's
     CUDA_VISIBLE_DEVICES against the GPU its grade took."""
 
     def __init__(self, monkeypatch) -> None:
@@ -120,9 +120,9 @@ class RunWatch:
         self.current = threading.local()
         self.binaries: list[tuple[str, str | None]] = []  # (binary, CUDA_VISIBLE_DEVICES)
         self.mismatches: list[str] = []
-        real_run_labs, real_run_binary = batch_slots.run_labs, runs.run_binary
+        real_grade_labs, real_run_binary = batch_slots.grade_labs, runs.run_binary
 
-        def run_labs(root, labs, builder, gpu, options, progress):
+        def grade_labs(grade, labs, options, progress, prepared=None):
             device = options.env.get("CUDA_VISIBLE_DEVICES", "")
             with self.lock:
                 self.now[device] = self.now.get(device, 0) + 1
@@ -131,7 +131,7 @@ class RunWatch:
             self.current.device = device
             try:
                 time.sleep(0.2)
-                return real_run_labs(root, labs, builder, gpu, options, progress)
+                return real_grade_labs(grade, labs, options, progress, prepared)
             finally:
                 self.current.device = None
                 with self.lock:
@@ -145,7 +145,7 @@ class RunWatch:
                 self.mismatches.append(f"{Path(binary).name} ran with {device}")
             return real_run_binary(binary, *args, **kwargs)
 
-        monkeypatch.setattr(batch_slots, "run_labs", run_labs)
+        monkeypatch.setattr(batch_slots, "grade_labs", grade_labs)
         monkeypatch.setattr(runs, "run_binary", run_binary)
 
 

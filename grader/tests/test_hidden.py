@@ -17,7 +17,8 @@ from grader.cli import commands
 from grader.host.environment import GpuProbe
 from grader.model.hidden import NOTE_PREFIX, SUMMARY_SUITE, redact, reveals, summarize
 from grader.model.labs import LabError, discover, load_lab
-from grader.grade.pipeline import RunOptions, run_labs
+from grader.grade.options import RunOptions
+from grader.grade.pipeline import run_labs
 from grader.model.progress import Progress
 from grader.report import render_console, write_reports
 from grader.report.schemas import (

@@ -10,7 +10,9 @@ import pytest
 from grader.host.environment import GpuProbe
 from grader.model.errors import Exit
 from grader.model.labs import discover
-from grader.grade.pipeline import RunOptions, binary_sets, exit_code, run_labs
+from grader.build.targets import binary_sets
+from grader.grade.options import RunOptions
+from grader.grade.pipeline import exit_code, run_labs
 from grader.model.progress import Progress
 from grader.model.results import Category, Results, Status
 
@@ -152,7 +154,8 @@ def test_hidden_tests_run_as_a_second_binary(lab_root: Path, builder: FakeBuilde
     builder.specs["lab01_hidden_student"] = spec(hidden)
     builder.specs["lab01_hidden_solution"] = spec(hidden)
     lab = run(lab_root, builder).labs[0]
-    assert builder.built[-2:] == ["lab01_hidden_student", "lab01_hidden_solution"]
+    # The binaries stage links the graded code's binaries, then the references stage the reference's.
+    assert builder.built == ["lab01_student", "lab01_hidden_student", "lab01_solution", "lab01_hidden_solution"]
     edge = next(t for t in lab.tests if t.name == "AddHiddenCorrectness.Edge")
     assert edge.binary == "hidden" and edge.status is Status.PASSED
 

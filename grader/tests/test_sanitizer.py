@@ -15,8 +15,10 @@ from grader.execute import sanitizer
 from grader.host.environment import GpuProbe
 from grader.score.hints import hint_for
 
+from grader.score import penalties
 from grader.model.labs import discover
-from grader.grade.pipeline import RunOptions, run_labs
+from grader.grade.options import RunOptions
+from grader.grade.pipeline import run_labs
 from grader.model.progress import Progress
 from grader.model.results import Category, LabResult, Status
 
@@ -192,7 +194,7 @@ def test_apply_points() -> None:
     result = LabResult(number=1, name="01-x", title="x", max_score=90, score=50)
     tests = sanitizer.not_run(["memcheck"], "why") + sanitizer.not_run(["racecheck"], "why")
     tests[0].status, tests[1].status = Status.PASSED, Status.FAILED
-    sanitizer.apply_points(lab, result, tests)
+    penalties.apply_points(lab, result, tests)
     task = result.tasks[-1]
     assert task.id == "sanitizer" and task.points == 10 and task.earned == 5
     assert result.max_score == 100 and result.score == 55 and all(t.task == "sanitizer" for t in tests)
@@ -258,11 +260,11 @@ def test_in_the_mutation_gate_a_missing_technique_skips_the_sanitizer(lab_root: 
                                                                       tmp_path: Path, monkeypatch) -> None:
     """A bug mutant whose tests pass but whose technique check fails (a missing barrier that only the PTX
     shows) is decided: the slow tools are not run for it. Without the gate's option they run."""
-    from grader.grade import pipeline
+    from grader.inspect import static_checks
 
     tool = _tool(tmp_path / "cs", None, 0)
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: tool)
-    monkeypatch.setattr(pipeline, "technique_missing", lambda lab, checked: True)
+    monkeypatch.setattr(static_checks.Inspection, "technique_missing", property(lambda self: True))
     tools = ["memcheck", "racecheck"]
     gated = RunOptions(sanitizer_tools=tools, stop_at_first_failure=True, sanitize_failing=False)
     lab = run_labs(lab_root, discover(lab_root), builder, GPU, gated, Progress(stream=io.StringIO())).labs[0]
@@ -273,24 +275,31 @@ def test_in_the_mutation_gate_a_missing_technique_skips_the_sanitizer(lab_root: 
     assert all("gave no verdict" in t.message for t in lab.tests if t.name.startswith("sanitizer."))
 
 
-def test_technique_missing_reads_what_scoring_will(monkeypatch) -> None:
+def test_the_inspect_stage_reads_the_techniques_once(monkeypatch) -> None:
+    """The mutation gate (before the sanitizer) and scoring read the same outcomes, made once."""
     from types import SimpleNamespace as NS
 
-    from grader.grade import pipeline
-    from grader.inspect import techniques
+    from grader.inspect import static_checks, techniques
+    from grader.model.block import Block
+    from grader.model.results import Category
 
     lab = NS(techniques=[object()])
-    ok = NS(ok=True, techniques=None, obj=None, contract=set())
-    monkeypatch.setattr("grader.inspect.static_checks.contract_for", lambda checked: set())
-    monkeypatch.setattr("grader.inspect.static_checks.ptx_of", lambda checked: "")
-    monkeypatch.setattr(techniques, "check_all", lambda *a: ([NS(found=True), NS(found=False)], []))
-    assert pipeline.technique_missing(lab, ok)
+    calls = []
+
+    def check_all(*args):
+        calls.append(args)
+        return [NS(found=True), NS(found=False)], []
+
+    monkeypatch.setattr(techniques, "check_all", check_all)
+    quiet = Progress(quiet=True)
+    found = static_checks.inspect(lab, [], None, "student", quiet)
+    assert found.technique_missing and len(calls) == 1
     monkeypatch.setattr(techniques, "check_all", lambda *a: ([NS(found=True)], []))
-    assert pipeline.technique_missing(lab, ok)  # read once: scoring gets the same outcomes, no second read
-    assert not pipeline.technique_missing(lab, NS(ok=True, techniques=None, obj=None, contract=set()))
-    assert not pipeline.technique_missing(lab, None)
-    assert not pipeline.technique_missing(NS(techniques=[]), ok)
-    assert not pipeline.technique_missing(lab, NS(ok=False, techniques=None))
+    assert found.technique_missing and len(calls) == 1  # nothing reads them again
+    assert not static_checks.inspect(lab, [], None, "student", quiet).technique_missing
+    assert static_checks.inspect(NS(techniques=[]), [], None, "student", quiet).techniques is None
+    refused = static_checks.Inspection(block=Block(Category.FORBIDDEN_CALL, "no", "no"))
+    assert not refused.technique_missing and refused.techniques is None
 
 
 def test_stage_without_the_tool_or_gpu_is_skipped_with_the_reason(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader.execute import gtest
+from grader.score import penalties
 from grader.model.labs import load_lab
 from grader.model.results import Category, LabResult, Perf, PerfSeries, Status
 from grader.model.results import TestResult as TResult
@@ -158,7 +159,7 @@ def test_a_sanitizer_finding_costs_the_task_that_owns_the_kernel(tmp_path: Path)
     tools[0].status = Status.FAILED
     tools[0].properties["sanitizer_kernels"] = "add_small_kernel,helper_nobody_owns"
     tools[1].status = Status.PASSED
-    sanitizer.apply_points(lab, res, tools)
+    penalties.apply_points(lab, res, tools)
     small = task(res, "small")
     assert small.earned == 20.0 and res.score == 60.0  # half of the task's 40 points, once
     assert any("memcheck in add_small_kernel" in n for n in small.notes)

@@ -9,10 +9,10 @@ from pathlib import Path
 from grader.inspect.elf import Instruction, ObjectFile, Relocation, Section, Symbol
 from grader.model.labs import Technique, discover
 from grader.model.results import Category, LabResult, Status, TaskScore
+from grader.score.penalties import apply_techniques
 from grader.score.scoring import score_lab
 from grader.inspect.techniques import (
     TechniqueOutcome,
-    apply_techniques,
     called_names,
     check_technique,
     kernel_ptx,

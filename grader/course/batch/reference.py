@@ -15,7 +15,7 @@ from typing import Any
 
 from grader.execute import runs
 from grader.host.environment import GpuProbe, now_iso
-from grader.grade.pipeline import PERF_FILTER
+from grader.execute.lab_run import PERF_FILTER
 from grader.model.progress import Progress
 from grader.model.results import PerfSeries, Status
 

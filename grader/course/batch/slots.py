@@ -12,6 +12,9 @@ grade of one student in a slot.
   --gpus one GPU, unpinned; with --gpus each chosen GPU, and a student's whole grade runs on the one
   GPU it took, pinned with CUDA_VISIBLE_DEVICES. The reference's timings are measured once per lab and
   GPU (grader/course/batch/reference.py), on first use there.
+- A student's grade is the grade's own two halves (grader/grade/): prepare (build and inspect, in the
+  slot) and finish (run, sanitize, score, under the GPU's lock), with the pristine reference builds
+  handed to prepare as they are.
 - A compile check (compile_only) builds and runs the static checks as usual, then starts the test
   binaries with no GPU visible (CUDA_VISIBLE_DEVICES=""), so every test says "no CUDA device" at once
   and nothing of the student's code is timed or graded.
@@ -26,26 +29,27 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from grader.inspect import static_checks
+from grader.build.cmake import Builder, CMakeBuilder
+from grader.build.stages import Builders
+from grader.build.targets import binary_sets, build_targets
 from grader.course.batch.gpus import GpuPool
 from grader.course.batch.reference import ReferenceTimings, reference_file
 from grader.course.batch.students import Student, fingerprint, stage
-from grader.build.cmake import Builder, CMakeBuilder
-from grader.grade.context import COMPILE_MEMORY_MIB, COMPILE_TIMEOUT_S
-from grader.host.environment import GpuDevice, GpuProbe
-from grader.model.errors import Exit, GraderError
 from grader.execute.health import PROBE_TARGET
+from grader.grade.options import RunOptions
+from grader.grade.pipeline import assemble, grade_labs, open_grade
+from grader.grade.prepare import prepare
+from grader.host.environment import GpuDevice, GpuProbe
+from grader.intake.staging import StagedSubmission, StagingError
+from grader.model.errors import Exit, GraderError
 from grader.model.labs import Lab, LabError, discover
-from grader.grade.pipeline import RunOptions, binary_sets, build_targets, run_labs
 from grader.model.progress import Progress
-from grader.model.results import BuildResult, Category, Results
-from grader.isolate.bwrap import StagedSubmission, StagingError
-from grader.model.text import truncate
+from grader.model.results import BuildResult, Results
 
 SlotBuilderFactory = Callable[[int, Path], Builder]  # (slot, staging root) -> the slot's builder
 COMPILE_ONLY_REASON = "compile check only: the tests were not run"
@@ -55,28 +59,6 @@ HIDE_GPU = {"CUDA_VISIBLE_DEVICES": ""}  # the test binaries of a compile check 
 class Interrupted(Exception):
     """The batch was interrupted while this student was being graded: nothing of them is recorded."""
 
-
-class Prebuilt:
-    """A builder whose targets were built already: build() hands back a copy of that result and
-    configure() does nothing; everything else (bin_dir, build_dir, ...) is the inner builder's."""
-
-    def __init__(self, inner: Builder, built: Mapping[str, BuildResult]) -> None:
-        self.inner = inner
-        self.built = built
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.inner.bin_dir
-
-    def configure(self, labs: list[str]) -> None:
-        return None
-
-    def build(self, target: str, **limits: Any) -> BuildResult:
-        done = self.built.get(target)
-        return replace(done) if done is not None else self.inner.build(target, **limits)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 @dataclass
 class Graded:
@@ -168,7 +150,7 @@ class BatchGrader:
         return self.work_dir / f"{self.preset}-batch-{slot}-staging"
 
     def _cmake_slot(self, slot: int, staging: Path) -> Builder:
-        from grader.isolate.bwrap import SubmissionBuilder
+        from grader.build.submission import SubmissionBuilder
 
         return SubmissionBuilder(
             self.root, self.preset, self.build_jobs, submission_dir=staging, directory=self.slot_dir(slot)
@@ -342,66 +324,6 @@ class BatchGrader:
                     except FileNotFoundError:
                         pass
 
-    def _build(self, builder: Builder, staged: StagedSubmission, progress: Progress) -> dict[str, BuildResult]:
-        """The student's targets, as the grade's static checks want them: the pristine test objects first,
-        then what each lab's file includes (a refusal stops that lab before its file is compiled), then
-        the student objects within the compile limits, then the binaries. With CMake each step is one
-        `cmake --build --target A B ...`, so the slot compiles side by side; when one fails, target by
-        target, for each one's own log."""
-        built: dict[str, BuildResult] = {}
-        labs = [lab for lab in self.labs if not staged.labs[lab.name].refused]
-        if isinstance(builder, CMakeBuilder):
-            tests = [t for lab in labs for t in static_checks.test_object_targets(lab)]
-            if tests:
-                builder.run_build(*tests, jobs=max(self.build_jobs, len(tests)))
-            for lab in labs:
-                sources = [staged.path_of(lab, f) for f in lab.student_files if f.endswith(".cu")]
-                lines, error = static_checks.include_problems(lab, sources, builder.build_dir,
-                                                              f"{lab.target_prefix}_student_object")
-                s = staged.labs[lab.name]
-                if lines:
-                    s.errors, s.category = [builder.unstaged(x) for x in lines], Category.FORBIDDEN_CALL
-                elif error:
-                    obj = f"{lab.target_prefix}_student_object"
-                    built[obj] = BuildResult(target=obj, ok=False, category=Category.COMPILE_ERROR,
-                                             message=f"compile error: {builder.unstaged(error)}")
-            labs = [lab for lab in labs if not staged.labs[lab.name].refused
-                    and f"{lab.target_prefix}_student_object" not in built]
-            objects = [f"{lab.target_prefix}_student_object" for lab in labs]
-            built.update(self._build_together(builder, objects, progress, limited=True))
-            labs = [lab for lab in labs if built[f"{lab.target_prefix}_student_object"].ok]
-        targets = [bs.target for lab in labs for bs in binary_sets(lab)]
-        built.update(self._build_together(builder, targets, progress))
-        return built
-
-    def _build_together(self, builder: Builder, targets: list[str], progress: Progress,
-                        limited: bool = False) -> dict[str, BuildResult]:
-        built: dict[str, BuildResult] = {}
-        if not targets:
-            return built
-        limits: dict[str, float] = {}
-        if limited:
-            limits = {"timeout_s": COMPILE_TIMEOUT_S, "memory_mib": COMPILE_MEMORY_MIB}
-        if len(targets) > 1 and isinstance(builder, CMakeBuilder):
-            progress.step(f"building {', '.join(targets)}")
-            start = time.monotonic()
-            together = {"timeout_s": limits["timeout_s"] * len(targets), "memory_mib": limits["memory_mib"]} if limited else {}
-            code, output = builder.run_build(*targets, jobs=max(self.build_jobs, len(targets)), **together)
-            if code == 0:
-                seconds = time.monotonic() - start
-                log = truncate(output, builder.log_limit)
-                for target in targets:
-                    built[target] = BuildResult(target=target, ok=True, seconds=seconds, log=log)
-                progress.ok(f"built {', '.join(targets)} ({seconds:.1f} s)")
-                return built
-        for target in targets:
-            progress.step(f"building {target}")
-            built[target] = result = builder.build(target, **limits) if limits else builder.build(target)
-            (progress.ok if result.ok else progress.fail)(
-                f"{target}: " + (f"built ({result.seconds:.1f} s)" if result.ok else result.message)
-            )
-        return built
-
     def _go_on(self) -> None:
         """Raise Interrupted once the batch was interrupted: no next step for this student."""
         if self.stop.is_set():
@@ -437,7 +359,9 @@ class BatchGrader:
             bs.target for lab in self.labs if not staged.labs[lab.name].refused for bs in binary_sets(lab)
         ]
         self._clean_slot(builder, staging, targets)
-        built = self._build(builder, staged, progress)
+        builders = Builders(main=self.main, code=builder, mode="student", jobs=self.build_jobs)
+        prepared = prepare(self.labs, builders, staged=staged, checks=self.real, progress=progress,
+                           references=self.pristine)
         build_s = time.monotonic() - start
         self._go_on()  # an interrupted build is no compile error
         with self.pool.take() as device:
@@ -445,9 +369,10 @@ class BatchGrader:
             if device is not None:
                 progress.heading(f"running {student.id} on {device.label}")
             start = time.monotonic()
-            results = run_labs(self.root, self.labs, Prebuilt(self.main, self.pristine),
-                               device.probe(self.gpu) if device is not None and self.gpu.available else self.gpu,
-                               self._run_options(student, staged, builder, built, device), progress)
+            gpu = device.probe(self.gpu) if device is not None and self.gpu.available else self.gpu
+            options = self._run_options(student, staged, builder, device)
+            grade = open_grade(self.root, self.labs, builders, gpu, options, progress)
+            results = assemble(grade, grade_labs(grade, self.labs, options, progress, prepared), options)
             run_s = time.monotonic() - start
         if device is not None:
             results.run.gpu.update(device.facts())  # after the binaries' own facts: the report names its GPU
@@ -457,7 +382,7 @@ class BatchGrader:
         return Graded(results, fp, note, build_s, run_s, gpu=device)
 
     def _run_options(self, student: Student, staged: StagedSubmission, builder: Builder,
-                     built: dict[str, BuildResult], device: GpuDevice | None) -> RunOptions:
+                     device: GpuDevice | None) -> RunOptions:
         """The runs of one student's grade; pinned to device (every test binary, the health probe)."""
         env = dict(HIDE_GPU) if self.compile_only else (device.env if device is not None else {})
         return RunOptions(
@@ -468,7 +393,7 @@ class BatchGrader:
             submission=str(student.path),
             reference_timings=self.references_for(device),
             staged=staged,
-            student_builder=Prebuilt(builder, built),
+            student_builder=builder,
             max_seconds=self.max_seconds,
             sanitizer_tools=self.sanitizer_tools,
             sandbox="auto" if self.sandbox else "off",

@@ -17,8 +17,9 @@ from typing import Any
 from grader.model.errors import Exit, GraderError
 from grader.model.labs import Lab
 from grader.model.results import Results, ResultsError
-from grader.isolate.bwrap import StagedSubmission, stage_submission
-from grader.intake.submission import archive_suffix, open_submission, submission_name
+from grader.intake.stage import take_in
+from grader.intake.staging import StagedSubmission
+from grader.intake.submission import archive_suffix, submission_name
 
 STATE_FILE = ".batch.json"
 LOG_FILE = "grade.log"
@@ -74,12 +75,9 @@ def find_students(batch_dir: Path, exclude: Path | None = None) -> tuple[list[St
 def stage(
     student: Student, labs: list[Lab], staging: Path, scratch: Path, all_labs: list[Lab]
 ) -> StagedSubmission:
-    """Open the student's submission (scratch: where an archive is extracted) and stage its student
-    files into staging. Raises SubmissionError / StagingError."""
-    opened = open_submission(student.path, scratch, all_labs)
-    staged = stage_submission(labs, opened, staging)
-    staged.source = student.path  # reports name the submission, not a scratch folder
-    return staged
+    """The intake stage for one student (grader/intake/stage.py: scratch is where an archive is
+    extracted). Raises SubmissionError / StagingError."""
+    return take_in(student.path, labs, staging, scratch, all_labs)
 
 
 def fingerprint(staged: StagedSubmission, labs: list[Lab]) -> str:

@@ -22,13 +22,13 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grade.context import COMPILE_TIMEOUT_S
+from grader.build.stages import COMPILE_TIMEOUT_S
 from grader.model.labs import Lab
 
 SETUP_S = 600.0
 SETUP_PER_LAB_S = 240.0
 MARGIN = 1.25
-DEFAULT_HOST_MEMORY_MIB = 32768.0  # a run's limit when lab.toml names none (grader/grade/context.py's default)
+DEFAULT_HOST_MEMORY_MIB = 32768.0  # a run's limit when lab.toml names none (grader/execute/policy.py's default)
 BUILD_MEMORY_MIB = 2048  # one build slot: nvcc, cicc, ptxas and the linker of one student's file
 GRADER_MEMORY_MIB = 1024  # the grader itself
 MERGE_TIME_MIN = 30

@@ -1,0 +1,65 @@
+"""The CMake targets of one lab (cmake/CudaLab.cmake makes them): test objects, the graded object, the
+test binaries of the graded code and their reference counterparts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grader.model.labs import Lab
+
+
+@dataclass(frozen=True)
+class BinarySet:
+    """One test binary of a lab and its reference counterpart (the same tests, linked with the solution)."""
+
+    kind: str  # "student" or "hidden"
+    target: str  # labNN_student / labNN_hidden_student
+    reference: str | None  # labNN_solution / labNN_hidden_solution, when the solution exists
+
+
+def has_solution(lab: Lab) -> bool:
+    return all((lab.solution_dir / f).is_file() for f in lab.student_files)
+
+
+def has_hidden(lab: Lab) -> bool:
+    return (lab.solution_dir / f"test_hidden_{lab.topic}.cu").is_file()
+
+
+def binary_sets(lab: Lab) -> list[BinarySet]:
+    prefix = lab.target_prefix
+    solution = has_solution(lab)
+    sets = [BinarySet("student", f"{prefix}_student", f"{prefix}_solution" if solution else None)]
+    if has_hidden(lab):
+        sets.append(BinarySet("hidden", f"{prefix}_hidden_student", f"{prefix}_hidden_solution" if solution else None))
+    return sets
+
+
+def build_targets(lab: Lab, mode: str = "student") -> list[str]:
+    """Every test binary a grade of this lab builds, in order."""
+    targets: list[str] = []
+    for bs in binary_sets(lab):
+        if mode == "student":
+            targets.append(bs.target)
+        if bs.reference:
+            targets.append(bs.reference)
+    return targets
+
+
+def test_object_targets(lab: Lab) -> list[str]:
+    """The pristine test objects: what they call of the lab file is the contract."""
+    return [f"{lab.target_prefix}_tests"] + ([f"{lab.target_prefix}_hidden_tests"] if has_hidden(lab) else [])
+
+
+def code_prefix(lab: Lab, mode: str) -> str:
+    """labNN_student or labNN_solution: the prefix of the graded code's targets."""
+    return f"{lab.target_prefix}_{'solution' if mode == 'solution' else 'student'}"
+
+
+def object_target(lab: Lab, mode: str) -> str:
+    """The graded file compiled on its own (labNN_student_object)."""
+    return f"{code_prefix(lab, mode)}_object"
+
+
+def is_student_target(target: str, mode: str) -> bool:
+    """Whether the target holds the student's code (built where the submission builds)."""
+    return mode == "student" and "_student" in target

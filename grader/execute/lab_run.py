@@ -1,0 +1,198 @@
+"""The run stage of one lab: each of its test binaries run confined (grader/execute/runs.py), the tests
+it should report listed first from the reference (which cannot be talked out of a test), and the
+reference's own timings of the perf tests the student was timed in, measured in the same run.
+
+It takes the binaries as the build and inspect stages left them (a Binary each) and gives back a LabRun:
+the tests, the lab's messages, what the binaries said of the GPU, and the binary the sanitize stage
+goes over. It reads no context: everything it needs is an argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.execute import runs
+from grader.execute.runner import Runner
+from grader.model import hidden
+from grader.model.block import Block
+from grader.model.labs import Lab
+from grader.model.results import BuildResult, Category, PerfSeries, Status, TestResult, test_kind
+
+PERF_FILTER = "*Perf.*"
+CORRECTNESS_FILTER = "-*Perf.*"
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One test binary of the graded code, as the run stage gets it."""
+
+    kind: str  # "student" or "hidden": which binary set
+    label: str  # what its tests say they ran in: "student", "hidden" or "solution"
+    target: str
+    path: Path
+    built: BuildResult  # its build, or a stand-in for one never attempted (block, compile error)
+    reference: Path | None = None  # the reference's binary of the same tests, when there is one
+    reference_built: BuildResult | None = None
+    block: Block | None = None  # refused before it could run (intake, inspection)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the caller asked of the runs (a part of grader/grade/options.py's RunOptions)."""
+
+    mode: str = "student"
+    timeout_s: float = 60.0
+    perf: bool = True
+    reference: bool = True
+    small: bool = False
+    stop_at_first_failure: bool = False
+    max_consecutive_timeouts: int = runs.MAX_CONSECUTIVE_TIMEOUTS
+    # Reference timings measured once and reused, {reference target: {test: series}} (a batch); None: time here.
+    reference_timings: Mapping[str, Mapping[str, PerfSeries]] | None = None
+
+
+@dataclass
+class Graded:
+    """The binary the sanitize stage runs: the lab's student binary (the solution's in solution mode)."""
+
+    target: str
+    path: Path
+    label: str = "student"
+    blocked: Block | None = None
+    built: bool = True
+    ran: bool = False
+
+
+@dataclass
+class LabRun:
+    tests: list[TestResult] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    gpu_properties: list[dict[str, str]] = field(default_factory=list)  # each run's root properties, in order
+    graded: Graded | None = None
+    hidden_from: int | None = None  # where the hidden binary's lab messages start
+
+
+def correctness_failed(tests: list[TestResult]) -> bool:
+    """Whether a correctness test has failed already (or could not run to its end)."""
+    return any(t.status in (Status.FAILED, Status.NOT_RUN) and t.kind != "perf" for t in tests)
+
+
+def not_built(names: list[str], label: str, built: BuildResult) -> list[TestResult]:
+    category = built.category or Category.HARNESS
+    why = built.message or "it did not build"
+    return [TestResult(name=n, status=Status.NOT_RUN, kind=test_kind(n), binary=label, category=category,
+                       message=f"{built.target} did not build ({why})") for n in names]
+
+
+def expected_tests(binary: Binary, env: Mapping[str, str], messages: list[str]) -> list[str] | None:
+    """The tests to expect: --gtest_list_tests of the reference when it built, else of the binary itself."""
+    candidates = [(binary.reference, binary.reference_built), (binary.path, binary.built)]
+    for path, built in candidates:
+        if path is None or built is None or not built.ok:
+            continue
+        try:
+            return runs.list_tests(path, env=env)
+        except Exception as err:  # noqa: BLE001 - GtestError and OS errors alike: try the next one
+            messages.append(f"could not list the tests of {path.name}: {err}")
+    return None
+
+
+def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunRequest, earlier: list[TestResult],
+            ) -> LabRun:
+    """The run stage. earlier: the lab's tests already decided (none in a plain grade)."""
+    out = LabRun()
+    for binary in binaries:
+        if binary.kind == "hidden":
+            out.hidden_from = len(out.messages)
+        expected = expected_tests(binary, runner.env, out.messages)
+        if request.stop_at_first_failure and correctness_failed(earlier + out.tests):
+            # The mutation gate: a failure in an earlier binary decides; the hidden binary of a mutant
+            # that hangs would only wait out its timeout again.
+            out.tests += [runs.not_run_test(n, binary.label, Category.HARNESS, "not run: an earlier binary's test "
+                                            "failed, which decides the mutation gate") for n in expected or []]
+            continue
+        blocked = binary.block
+        if blocked is None and binary.built.ok:
+            blocked = runner.stopped()
+        if binary.kind == "student":
+            out.graded = Graded(binary.target, binary.path, binary.label, blocked=blocked, built=binary.built.ok)
+        if blocked is not None:
+            blocked = Block(blocked.category, blocked.message, blocked.test_message, binary.label, binary.target)
+            if blocked.message not in out.messages:
+                out.messages.append(blocked.message)
+            out.tests += blocked.tests(expected or [])
+            continue
+        if not binary.built.ok:
+            out.messages.append(f"{binary.target} did not build: {binary.built.message}")
+            out.tests += not_built(expected or [], binary.label, binary.built)
+            continue
+        run = _run(lab, binary, expected, runner, request)
+        out.messages += run.notes
+        out.gpu_properties.append(run.properties)
+        if out.graded is not None and binary.kind == "student":
+            out.graded.ran = True
+        perfs = {t.name: t.perf for t in run.tests if t.perf is not None}
+        if perfs and request.mode == "solution":
+            for perf in perfs.values():
+                perf.reference = perf.impl  # the reference is itself: ratio 1.0
+        elif perfs and request.reference and binary.reference is not None and binary.reference_built is not None \
+                and binary.reference_built.ok:
+            refs = reference_timings(binary.reference, expected, runner, request, list(perfs), out.gpu_properties)
+            for name, perf in perfs.items():
+                perf.reference = refs.get(name)
+        elif perfs and request.reference and binary.reference is None:
+            out.messages.append("no reference solution in this tree: perf points cannot be scored")
+        out.tests += run.tests
+    return out
+
+
+def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, request: RunRequest) -> runs.BinaryRun:
+    """One binary, confined. Progress lines are student-facing (CI logs publish them): a hidden test whose
+    visibility conceals it is never named there, nor in the GPU health check's notes."""
+    progress = runner.progress
+    progress.step(f"running {binary.target}")
+    conceal = binary.label == hidden.BINARY and hidden.conceals(lab.hidden_visibility, request.mode)
+
+    def shown(name: str) -> str:
+        return hidden.progress_name(name, binary.target, conceal)
+
+    gtest_filter = None
+    if not request.perf:  # correctness only: perf tests are neither run nor expected
+        gtest_filter = CORRECTNESS_FILTER
+        expected = None if expected is None else [n for n in expected if test_kind(n) != "perf"]
+    run = runs.run_binary(
+        binary.path, expected, request.timeout_s, label=binary.label, env=runner.env, gtest_filter=gtest_filter,
+        stop_at_first_failure=request.stop_at_first_failure,
+        max_consecutive_timeouts=request.max_consecutive_timeouts,
+        on_rerun=lambda name: progress.step(f"re-running {shown(name)} alone"),
+        policy=runner.policy, on_fault=runner.fault_check(shown), small=request.small,
+    )
+    faults = (Category.CRASH, Category.TIMEOUT, Category.CUDA_ERROR, Category.HARNESS)
+    if any(t.category in faults and t.status is not Status.PASSED for t in run.tests):
+        runner.check_health(binary.target)
+    runner.note_confinement(run.confinement)
+    counts = {s: sum(t.status is s for t in run.tests) for s in Status}
+    line = (f"{binary.target}: {counts[Status.PASSED]} passed, {counts[Status.FAILED]} failed, "
+            f"{counts[Status.SKIPPED]} skipped, {counts[Status.NOT_RUN]} not run")
+    (progress.fail if counts[Status.FAILED] or counts[Status.NOT_RUN] else progress.ok)(line)
+    return run
+
+
+def reference_timings(reference: Path, expected: list[str] | None, runner: Runner, request: RunRequest,
+                      names: list[str], gpu_properties: list[dict[str, str]]) -> dict[str, PerfSeries]:
+    """The reference's own timings of the perf tests the student was timed in, measured in this run."""
+    cached = request.reference_timings.get(reference.name) if request.reference_timings is not None else None
+    if cached is not None:
+        return {n: s for n, s in cached.items() if n in names}
+    gtest_filter = ":".join(sorted(names)) if names else PERF_FILTER
+    runner.progress.step(f"timing the reference ({reference.name}, {len(names)} perf tests)")
+    run = runs.run_binary(
+        reference, [n for n in expected if n in names] if expected is not None else None, request.timeout_s,
+        label="solution", gtest_filter=gtest_filter, env=runner.env,
+        max_consecutive_timeouts=request.max_consecutive_timeouts, policy=runner.policy,
+    )
+    gpu_properties.append(run.properties)
+    return {t.name: t.perf.impl for t in run.tests
+            if t.status is Status.PASSED and t.perf is not None and t.perf.impl is not None}

@@ -1,0 +1,126 @@
+"""The first half of a grade, which needs no GPU: intake's verdict, build and inspection, for a list of
+labs at once. `grade` prepares one lab at a time (its results come as they are made); a batch prepares a
+student's labs together in a build slot, outside the GPU's lock, and hands the result to the run half.
+
+  test objects → screen → object → inspect → binaries (+ references)
+
+Nothing of a student's file runs here, and nothing links that a refusal stopped: a lab refused by the
+intake, the screen or the inspection gets a Block, and its binaries a stand-in build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.build import stages as build
+from grader.build.cmake import CMakeBuilder
+from grader.build.stages import Builders
+from grader.build.targets import binary_sets
+from grader.execute.lab_run import Binary
+from grader.inspect import static_checks
+from grader.inspect.static_checks import Inspection
+from grader.intake import stage as intake
+from grader.intake.staging import StagedSubmission
+from grader.model import hidden
+from grader.model.block import Block
+from grader.model.labs import Lab
+from grader.model.progress import Progress
+from grader.model.results import BuildResult
+
+
+@dataclass
+class PreparedLab:
+    """One lab, built and inspected: what the run half needs."""
+
+    lab: Lab
+    builds: list[BuildResult] = field(default_factory=list)  # every build attempted, in the report's order
+    notes: list[str] = field(default_factory=list)  # the lab's messages so far
+    binaries: list[Binary] = field(default_factory=list)
+    inspection: Inspection = field(default_factory=Inspection)
+
+
+def _shown(target: str, message: str) -> str:
+    return hidden.build_message(target, message, conceal=True)
+
+
+def prepare(labs: list[Lab], builders: Builders, *, staged: StagedSubmission | None, checks: bool | None,
+            progress: Progress, references: Mapping[str, BuildResult] | None = None) -> dict[str, PreparedLab]:
+    """Build and inspect these labs. checks: the static checks (None: with a CMake build); references:
+    the reference binaries' builds already made (a batch's pristine tree), else they are built here."""
+    mode = builders.mode
+    prepared = {lab.name: PreparedLab(lab) for lab in labs}
+    sources = {lab.name: intake.graded_sources(lab, mode, staged) for lab in labs}
+    blocks: dict[str, Block | None] = {lab.name: intake.refusal(lab, mode, staged) for lab in labs}
+    failed: dict[str, BuildResult] = {}  # the graded object did not compile
+    code_dir = builders.code_dir
+    real = isinstance(getattr(builders.code, "inner", builders.code), CMakeBuilder)
+    on = checks if checks is not None else real
+    if on and code_dir is not None:
+        open_labs = [lab for lab in labs if blocks[lab.name] is None]
+        for name, notes in build.build_test_objects(open_labs, builders, progress).items():
+            prepared[name].notes += notes
+        for lab in open_labs:
+            screening = static_checks.screen(lab, sources[lab.name], code_dir, mode, progress, builders.unstage)
+            prepared[lab.name].notes += screening.notes
+            blocks[lab.name] = screening.block
+            if screening.compile_error is not None:
+                failed[lab.name] = screening.compile_error
+                prepared[lab.name].builds.append(screening.compile_error)
+        to_compile = [lab for lab in open_labs if blocks[lab.name] is None and lab.name not in failed]
+        for name, compiled in build.build_objects(to_compile, builders, progress).items():
+            prepared[name].builds.append(compiled)
+            if not compiled.ok:
+                failed[name] = compiled
+        for lab in to_compile:
+            if lab.name in failed:
+                continue
+            found = prepared[lab.name].inspection = static_checks.inspect(lab, sources[lab.name], code_dir, mode,
+                                                                          progress)
+            prepared[lab.name].notes += found.notes
+            blocks[lab.name] = found.block
+    else:
+        for lab in labs:  # no object to read: the technique checks say what they could not check
+            found = prepared[lab.name].inspection = static_checks.inspect(lab, sources[lab.name], None, mode, progress)
+            blocks[lab.name] = blocks[lab.name] or found.block
+            if real:
+                prepared[lab.name].notes.append("the static checks did not run (no CMake build)")
+    for lab in labs:
+        prepared[lab.name].notes += [n for n in intake.notes(lab, mode, staged) if n not in prepared[lab.name].notes]
+    linkable = [lab for lab in labs if blocks[lab.name] is None and lab.name not in failed]
+    linked = build.build_binaries(linkable, builders, progress, shown=_shown)
+    refs = dict(references) if references is not None else build.build_references(labs, builders, progress, _shown)
+    for lab in labs:
+        _binaries(prepared[lab.name], builders, blocks[lab.name], failed.get(lab.name), linked, refs)
+    return prepared
+
+
+def _binaries(prepared: PreparedLab, builders: Builders, block: Block | None, failed: BuildResult | None,
+              linked: Mapping[str, BuildResult], refs: Mapping[str, BuildResult]) -> None:
+    """Each binary set of the lab as the run stage gets it; the builds in the report's order."""
+    lab = prepared.lab
+    for bs in binary_sets(lab):
+        if builders.mode == "solution":
+            if bs.reference is None:
+                prepared.notes.append(f"no reference solution in {lab.solution_dir}: nothing to grade in solution mode")
+                continue
+            target, reference, label = bs.reference, None, "hidden" if bs.kind == "hidden" else "solution"
+        else:
+            target, reference, label = bs.target, bs.reference, bs.kind
+        if block is not None:
+            built = block.build
+        elif failed is not None:
+            built = failed
+        else:
+            built = linked[target]
+            if builders.build or not built.ok:  # without building, only a missing binary is news
+                prepared.builds.append(built)
+        ref_built = refs.get(reference) if reference else None
+        if ref_built is not None and (builders.build or not ref_built.ok):
+            prepared.builds.append(ref_built)
+        where = Path(builders.for_target(target).bin_dir)
+        prepared.binaries.append(Binary(
+            kind=bs.kind, label=label, target=target, path=where / target, built=built,
+            reference=Path(builders.main.bin_dir) / reference if reference else None,
+            reference_built=ref_built, block=block))
