@@ -525,19 +525,23 @@ def fig_05_smem_banks() -> Svg:
         for r in range(T):
             w = r * stride + col
             hits[w] = r
-        for w in range(mem_rows * banks):
-            mr, b = divmod(w, banks)
-            x, y = x0 + b * cell, y0 + mr * cell
-            if w >= words:
-                continue
-            c = w % stride
-            if w in hits:
-                fill = RED if pad == 0 else GREEN
-            elif c >= T:
-                fill = FAINT  # the padding word of a row
-            else:
-                fill = BLUE_BG if (w // stride) % 2 == 0 else PAPER
-            s.rect(x, y, cell, cell, fill=fill, stroke=FAINT, sw=0.5)
+        hit_fill = RED if pad == 0 else GREEN
+        fills = [hit_fill if w in hits else FAINT if w % stride >= T  # FAINT: the padding word of a row
+                 else BLUE_BG if (w // stride) % 2 == 0 else PAPER for w in range(words)]
+        for mr in range(mem_rows):  # runs of equal fill within a memory row: one rect each
+            b = 0
+            while b < banks and mr * banks + b < words:
+                fill = fills[mr * banks + b]
+                e = b
+                while e + 1 < banks and mr * banks + e + 1 < words and fills[mr * banks + e + 1] == fill:
+                    e += 1
+                if fill != PAPER:
+                    s.rect(x0 + b * cell, y0 + mr * cell, (e - b + 1) * cell, cell, fill=fill, stroke=None)
+                b = e + 1
+        for b in range(1, banks):
+            s.line(x0 + b * cell, y0, x0 + b * cell, y0 + mem_rows * cell, stroke=FAINT, sw=0.5)
+        for mr in range(1, mem_rows):
+            s.line(x0, y0 + mr * cell, x0 + banks * cell, y0 + mr * cell, stroke=FAINT, sw=0.5)
         s.rect(x0, y0, banks * cell, mem_rows * cell, fill="none", stroke=LINE)
         used = {(r * stride + col) % banks for r in range(T)}
         ways = T // len(used) if T % len(used) == 0 else math.ceil(T / len(used))
