@@ -61,6 +61,8 @@ test-labs: python-env ## build every lab, check the rubrics and skeletons, run t
 
 test-python: python-env ## the grader's own tests (pytest, with the Python of .venv)
 	@if [ -d grader/tests ]; then $(PY) -m pytest -q grader/tests; else echo "no grader/tests in this copy"; fi
+	@# The chapters' figures match the constants they are drawn from (docs/figures/make_figures.py).
+	@if [ -f docs/figures/test_figures.py ]; then $(PY) -m pytest -q docs/figures; fi
 
 # Not part of make test: it needs root, installs and starts a single-node Slurm, and takes minutes.
 slurm-check: python-env ## grader slurm on a real single-node Slurm cluster (root; minutes; instructors)
