@@ -27,7 +27,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "technique": ("task", "kind", "pattern", "message", "kernel", "points"),
     "forbid": ("symbols",),
     "allow": ("symbols",),
-    "sanitizer": ("tools", "points", "timeout_s", "cost"),
+    "sanitizer": ("tools", "points", "timeout_s", "cost", "skip"),
     "hidden": ("visibility",),
 }
 ARRAYS = ("task", "perf", "technique")  # [[task]], [[perf]], [[technique]]
@@ -308,8 +308,24 @@ class TomlChecker:
             cost = self.number("[sanitizer] cost", table["cost"])
             if cost is not None and cost > 1:
                 self.add("[sanitizer] cost", f"{cost:g} is more than 1 (the whole task)")
+        if "skip" in table:
+            self.sanitizer_skip(table)
         points = self.number("[sanitizer] points", table["points"]) if "points" in table else 0.0
         return points or 0.0
+
+    def sanitizer_skip(self, table: dict[str, Any]) -> None:
+        """[sanitizer] skip = { racecheck = ["Quicksort*"] }: per tool, test globs it leaves out."""
+        skip = table["skip"]
+        if not isinstance(skip, dict):
+            self.add("[sanitizer] skip", "is not a table of tool = [test globs]")
+            return
+        tools = table.get("tools", [])
+        for tool, globs in skip.items():
+            if tool not in SANITIZER_TOOLS or not isinstance(tools, list) or tool not in tools:
+                self.add(f"[sanitizer] skip.{tool}", "is not one of this lab's [sanitizer] tools")
+            for glob in self.strings(f"[sanitizer] skip.{tool}", globs, "test globs"):
+                if not glob.strip() or any(c in glob for c in ":-"):
+                    self.add(f"[sanitizer] skip.{tool}", f"{glob!r} is not a test glob (no ':' or '-')")
 
     def hidden(self, tasks: list[dict[str, Any]], hidden_tests: Path | None) -> None:
         table = self.table("hidden")
@@ -370,6 +386,13 @@ class TomlChecker:
                     self.add("tests", f"{name} ({binary}): no {claim} claims it, so it earns no points")
         listed = [n for names in (listing.public, listing.hidden) if names is not None for n in names]
         listed_all = listing.public is not None and (listing.hidden is not None or not listing.hidden_expected)
+        skip = self.table("sanitizer").get("skip")
+        if isinstance(skip, dict) and listing.public is not None:
+            for tool, skipped in skip.items():
+                for glob in (g for g in skipped if isinstance(g, str)) if isinstance(skipped, list) else ():
+                    if not any(fnmatch.fnmatchcase(n, glob) for n in listing.public if not is_perf(n)):
+                        self.add(f"[sanitizer] skip.{tool}", f"{glob!r} matches no correctness test of "
+                                                              f"{listing.public_binary}")
         for i, p in enumerate(perf):
             glob = p.get("test")
             if not isinstance(glob, str):

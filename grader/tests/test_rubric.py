@@ -124,6 +124,15 @@ BROKEN = [
                  '[[task]] "small" kernels', "must be a list of kernel name globs", id="task-kernels-not-a-list"),
     pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\ncost = 2\n', "[sanitizer] cost",
                  "2 is more than 1", id="sanitizer-cost"),
+    pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\nskip = { racecheck = ["AddCorrectness.Large/*"] }\n',
+                 "[sanitizer] skip.racecheck", "is not one of this lab's [sanitizer] tools", id="sanitizer-skip-tool"),
+    pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\nskip = { memcheck = ["AddCorrectness.Larg/*"] }\n',
+                 "[sanitizer] skip.memcheck", "'AddCorrectness.Larg/*' matches no correctness test of lab01_solution",
+                 id="sanitizer-skip-matches-nothing"),
+    pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\nskip = { memcheck = ["-AddPerf*"] }\n',
+                 "[sanitizer] skip.memcheck", "is not a test glob", id="sanitizer-skip-not-a-glob"),
+    pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\nskip = ["AddCorrectness.Large/*"]\n',
+                 "[sanitizer] skip", "is not a table of tool = [test globs]", id="sanitizer-skip-not-a-table"),
 ]
 
 

@@ -3,6 +3,7 @@ runs through a stand-in tool, points, and the stage inside the grade pipeline (n
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import shlex
 import stat
@@ -335,3 +336,52 @@ def test_the_mutation_gate_skips_the_tools_once_a_test_failed(lab_root: Path, tm
                                                          "lab01_solution": spec(add_tests())})
     lab = run_labs(lab_root, discover(lab_root), passing, GPU, options, Progress(stream=io.StringIO())).labs[0]
     assert next(t for t in lab.tests if t.name == "sanitizer.racecheck").status is Status.FAILED
+
+
+# --- per-tool test filters ([sanitizer] skip) ------------------------------------------------------------
+
+
+def _lab_with(sanitizer_table: dict):
+    from grader.model.labs import Lab
+
+    return Lab(number=1, slug="x", path=Path("."), root=Path("."), title="x", student_files=("x.cu",), timeout_s=1,
+               tasks=(), perf=(), sanitizer=sanitizer_table)
+
+
+def test_a_tool_leaves_out_only_the_tests_its_lab_skips_for_it() -> None:
+    lab = _lab_with({"tools": ["memcheck", "racecheck"], "skip": {"racecheck": ["Quicksort*", "Deep.*"]}})
+    assert sanitizer.test_filter(lab, "racecheck") == "-*Perf.*:Quicksort*:Deep.*"
+    assert sanitizer.test_filter(lab, "memcheck") == "-*Perf.*"
+    assert sanitizer.test_filter(_lab_with({}), "racecheck") == "-*Perf.*"
+
+
+def test_lab_11_skips_racecheck_on_the_device_launched_quicksort_only() -> None:
+    labs = {lab.name: lab for lab in discover(Path(__file__).resolve().parents[2])}
+    qs = labs["11-quicksort"]
+    assert sanitizer.test_filter(qs, "racecheck") == "-*Perf.*:Quicksort*"
+    assert sanitizer.test_filter(qs, "memcheck") == "-*Perf.*"  # memcheck follows device launches
+    # The kernels raced from the host stay under racecheck.
+    for name in ("BlockSortCorrectness.Random/1025", "PartitionCorrectness.Random/4097"):
+        assert not any(fnmatch.fnmatchcase(name, g) for g in qs.sanitizer["skip"]["racecheck"])
+
+
+def test_the_stage_runs_each_tool_with_its_own_filter(lab_root: Path, builder: FakeBuilder, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    toml = lab_root / "labs" / "01-add" / "lab.toml"
+    toml.write_text(toml.read_text() + '\n[sanitizer]\ntools = ["memcheck", "racecheck"]\n'
+                    'skip = { racecheck = ["AddCorrectness.Large/*"] }\n')
+    seen: dict[str, str] = {}
+
+    def fake_run_tool(path, tool, binary, timeout_s, *, env, policy, label, gtest_filter):
+        seen[tool] = gtest_filter
+        result = sanitizer.not_run([tool], "stand-in")[0]
+        result.status = Status.PASSED
+        return sanitizer.ToolRun(tool, result, [])
+
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/bin/true")
+    monkeypatch.setattr(sanitizer, "run_tool", fake_run_tool)
+    lab = run_labs(lab_root, discover(lab_root), builder, GPU, RunOptions(), Progress(stream=io.StringIO())).labs[0]
+    assert seen == {"memcheck": "-*Perf.*", "racecheck": "-*Perf.*:AddCorrectness.Large/*"}
+    race = next(t for t in lab.tests if t.name == "sanitizer.racecheck")
+    assert race.properties["sanitizer_left_out"] == "AddCorrectness.Large/*"
+    assert "sanitizer_left_out" not in next(t for t in lab.tests if t.name == "sanitizer.memcheck").properties
