@@ -9,6 +9,7 @@ goes over. It reads no context: everything it needs is an argument.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,7 @@ class LabRun:
     gpu_properties: list[dict[str, str]] = field(default_factory=list)  # each run's root properties, in order
     graded: Graded | None = None
     hidden_from: int | None = None  # where the hidden binary's lab messages start
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time: "run <target>", "reference <target>"
 
 
 def correctness_failed(tests: list[TestResult]) -> bool:
@@ -128,7 +130,9 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
             out.messages.append(f"{binary.target} did not build: {binary.built.message}")
             out.tests += not_built(expected or [], binary.label, binary.built)
             continue
+        started = time.monotonic()
         run = _run(lab, binary, expected, runner, request)
+        out.seconds[f"run {binary.target}"] = round(time.monotonic() - started, 3)
         out.messages += run.notes
         out.gpu_properties.append(run.properties)
         if out.graded is not None and binary.kind == "student":
@@ -139,7 +143,9 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
                 perf.reference = perf.impl  # the reference is itself: ratio 1.0
         elif perfs and request.reference and binary.reference is not None and binary.reference_built is not None \
                 and binary.reference_built.ok:
+            started = time.monotonic()
             refs = reference_timings(binary.reference, expected, runner, request, list(perfs), out.gpu_properties)
+            out.seconds[f"reference {binary.reference.name}"] = round(time.monotonic() - started, 3)
             for name, perf in perfs.items():
                 perf.reference = refs.get(name)
         elif perfs and request.reference and binary.reference is None:

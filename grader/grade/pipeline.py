@@ -9,6 +9,7 @@ made; none calls back into another.
 
 from __future__ import annotations
 
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,7 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
         result.tests += stop.tests(known_tests(grade.builders, lab))
         return scoring.score(lab, result, techniques=None, gpu=grade.info.gpu, label=label, progress=progress)
     ran = run_lab(lab, prepared.binaries, grade.runner, options.request(lab), result.tests)
+    result.seconds.update(ran.seconds)
     _take_gpu_facts(grade, ran.gpu_properties)
     base = len(result.messages)
     result.messages += [m for m in ran.messages if m not in result.messages]
@@ -113,7 +115,12 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
         result.tests += sanitizer.sanitize(
             lab, ran.graded, grade.runner, tools=tools, timeout_s=sanitizer.timeout_for(lab, options.timeout_s),
             gpu_available=grade.gpu.available, tests=result.tests, stop_at_first_failure=options.stop_at_first_failure)
-    return scoring.score(lab, result, techniques=techniques, gpu=grade.info.gpu, label=label, progress=progress)
+    result.seconds.update({t.name: round(t.duration_s, 3) for t in result.tests
+                           if t.name.startswith(f"{sanitizer.SUITE}.") and t.duration_s})
+    started = time.monotonic()
+    scored = scoring.score(lab, result, techniques=techniques, gpu=grade.info.gpu, label=label, progress=progress)
+    scored.seconds["score"] = round(time.monotonic() - started, 3)
+    return scored
 
 
 def _take_gpu_facts(grade: Grade, properties: list[dict[str, str]]) -> None:
@@ -163,10 +170,15 @@ def grade_labs(grade: Grade, labs: list[Lab], options: RunOptions, progress: Pro
         progress.heading(f"lab {lab.name}: {lab.title}")
         try:
             mine = prepared[lab.name] if prepared is not None else None
+            started = time.monotonic()
             if mine is None and grade.runner.stopped() is None:
                 mine = prepare([lab], grade.builders, staged=options.staged, checks=options.checks,
                                progress=progress)[lab.name]
-            out.append(finish_lab(grade, mine or PreparedLab(lab), options, progress))
+            took = time.monotonic() - started
+            finished = finish_lab(grade, mine or PreparedLab(lab), options, progress)
+            if prepared is None or lab.name not in prepared:
+                finished.seconds = {"prepare": round(took, 3), **finished.seconds}
+            out.append(finished)
         except Exception as err:  # noqa: BLE001 - a grader bug in one lab must not lose the others' reports
             out.append(internal_error(grade, lab, err, progress))
     return out

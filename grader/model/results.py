@@ -196,6 +196,9 @@ class LabResult:
     tasks: list[TaskScore] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # lab-level notes (build failed, crashed, ...)
     late: LateRecord | None = None  # a course file's late policy (schema 2; omitted when None)
+    # Wall seconds per stage, for bench/grading_time.py: "prepare", "run <target>", "reference <target>",
+    # "sanitizer.<tool>", "score". Timings, like a test's duration_s: never part of a grade.
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> int:

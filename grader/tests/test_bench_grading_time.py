@@ -1,0 +1,69 @@
+"""bench/grading_time.py without a GPU: the stage timings a grade records, grouped into the table, and the
+submission of references it grades as a student."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import grading_time  # noqa: E402
+
+from grader.execute import sanitizer  # noqa: E402
+from grader.grade.options import RunOptions  # noqa: E402
+from grader.grade.pipeline import run_labs  # noqa: E402
+from grader.host.environment import GpuProbe  # noqa: E402
+from grader.model.labs import discover  # noqa: E402
+from grader.model.progress import Progress  # noqa: E402
+from grader.tests.conftest import FakeBuilder, add_tests, spec  # noqa: E402
+
+
+def test_a_grade_records_the_seconds_of_each_stage(lab_root: Path, monkeypatch) -> None:
+    builder = FakeBuilder(lab_root / "build" / "bin", {"lab01_student": spec(add_tests()),
+                                                       "lab01_solution": spec(add_tests())})
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: None)
+    results = run_labs(lab_root, discover(lab_root), builder, GpuProbe(True, "NVIDIA Fake", "9.0"), RunOptions(),
+                       Progress(stream=io.StringIO()))
+    seconds = results.labs[0].seconds
+    assert list(seconds)[0] == "prepare" and "run lab01_student" in seconds and "score" in seconds
+    assert "reference lab01_solution" in seconds  # the reference timed beside the student's perf tests
+    assert all(v >= 0 for v in seconds.values())
+    assert results.to_dict()["labs"][0]["seconds"] == seconds  # in results.json
+
+
+def test_the_table_groups_binaries_and_tools() -> None:
+    results = {"run": {"gpu": {"gpu_name": "NVIDIA H200"}}, "labs": [
+        {"name": "10-cooperative-groups", "seconds": {"prepare": 2.0, "run lab10_student": 3.0,
+                                                     "run lab10_hidden_student": 1.0, "reference lab10_solution": 4.0,
+                                                     "sanitizer.memcheck": 5.0, "sanitizer.racecheck": 6.0,
+                                                     "score": 0.5}},
+        {"name": "01-hello", "seconds": {"prepare": 1.0, "run lab01_student": 0.5}},
+    ]}
+    text = grading_time.table(results, wall_s=30.0)
+    head, _, row10, row01, total = text.splitlines()[:5]
+    assert head.split() == ["lab", "prepare", "run", "student", "run", "hidden", "reference", "memcheck",
+                            "racecheck", "score", "total"]
+    assert row10.split() == ["10-cooperative-groups", "2.0", "3.0", "1.0", "4.0", "5.0", "6.0", "0.5", "21.5"]
+    assert row01.split() == ["01-hello", "1.0", "0.5", "1.5"]
+    assert total.split()[-1] == "23.0" and "NVIDIA H200" in text
+    assert "7.0 s outside the labs' stages" in text
+
+
+def test_the_student_submission_holds_each_reference_file_in_its_lab(tmp_path: Path) -> None:
+    where = grading_time.submission_of_references(ROOT, ["05", "11"], tmp_path / "sub")
+    files = sorted(p.relative_to(where).as_posix() for p in where.rglob("*") if p.is_file())
+    assert files == ["labs/05-tiled-matmul/matmul.cu", "labs/11-quicksort/quicksort.cu"]
+    assert (where / files[0]).read_text() == (ROOT / "solutions" / "05-tiled-matmul" / "matmul.cu").read_text()
+
+
+def test_a_grade_without_stage_seconds_is_tabled_from_its_tests() -> None:
+    """An older grader's results.json: the tests' durations per binary and each tool's run."""
+    lab = {"name": "11-quicksort", "tests": [
+        {"name": "BlockSortCorrectness.Random/1", "binary": "student", "duration_s": 1.5},
+        {"name": "QuicksortCorrectness.Random/1", "binary": "student", "duration_s": 2.0},
+        {"name": "HiddenQuicksort.X/1", "binary": "hidden", "duration_s": 1.0},
+        {"name": "sanitizer.racecheck", "binary": "student", "duration_s": 100.0}]}
+    assert grading_time.columns(lab) == {"run student": 3.5, "run hidden": 1.0, "racecheck": 100.0}
