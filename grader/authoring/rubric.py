@@ -30,11 +30,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grader.execute.gtest import GtestError
 from grader.model.labs import LAB_DIR, LabError, lab_directories, load_lab, select
 from grader.execute.runs import list_tests
 from grader.authoring.rubric_checks import Listing, Problem, TomlChecker, glob_problem, relative
+from grader.score import hints
 
 try:
     import tomllib
@@ -161,8 +163,23 @@ def check_lab(lab_dir: Path, root: Path, bin_dir: Path | None) -> LabCheck:
         result.notes += listing.notes
         result.tests = len(listing.public or []) + len(listing.hidden or [])
         c.tests(tasks, perf, listing)
-    result.problems += c.problems
+    result.problems += c.problems + lab_hints_problems(lab_dir, root, [t.get("id") for t in tasks if not t.get("hidden")])
     return result
+
+
+def lab_hints_problems(lab_dir: Path, root: Path, task_ids: list[Any]) -> list[Problem]:
+    """The lab's own hints.toml: it parses, and each hint's task is one of the lab's public tasks (a
+    student release keeps the file, so a hidden task's name must not be in it)."""
+    path = lab_dir / hints.LAB_HINTS
+    if not path.is_file():
+        return []
+    file = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    try:
+        own = hints.parse_hints(path.read_text(), file)
+    except (OSError, UnicodeDecodeError, hints.HintsError) as err:
+        return [Problem(file, "file", str(err).removeprefix(f"{file}: "))]
+    return [Problem(file, f"hint #{i} task", f"{h.task!r} is not a public task of this lab")
+            for i, h in enumerate(own, start=1) if h.task is not None and h.task not in task_ids]
 
 
 def check_labs(root: Path, selectors: list[str], bin_dir: Path | None) -> list[LabCheck]:

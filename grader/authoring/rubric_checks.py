@@ -29,6 +29,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "allow": ("symbols",),
     "sanitizer": ("tools", "points", "timeout_s", "cost", "skip"),
     "hidden": ("visibility",),
+    "geometry": (),  # any name: a size the lab's kernels work in (checked in geometry())
 }
 ARRAYS = ("task", "perf", "technique")  # [[task]], [[perf]], [[technique]]
 
@@ -140,6 +141,11 @@ class TomlChecker:
                 if not isinstance(block, dict):
                     continue
                 where = self.entry_key(name, block, i) if name in ARRAYS else f"[{name}]"
+                if name == "geometry":
+                    for key, size in block.items():
+                        if not isinstance(size, int) or isinstance(size, bool) or size < 2:
+                            self.add(f"[geometry] {key}", f"{size!r} is not a size (a whole number of at least 2)")
+                    continue
                 for key in block:
                     if key not in KNOWN_KEYS[name]:
                         self.add(f"{where} {key}", f"unknown key (known: {', '.join(KNOWN_KEYS[name])})")

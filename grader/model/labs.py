@@ -85,6 +85,9 @@ class Lab:
     sanitizer: dict = field(default_factory=dict, hash=False, compare=False)
     hidden_visibility: str = "hidden"  # [hidden] visibility: "hidden", "after_due_date" or "visible"
     host_memory_mib: float | None = None  # [lab] max_host_memory_mib: one run's processes together
+    # [geometry]: the sizes the lab's kernels work in ("scan tile" = 4096, "warp" = 32), named as a
+    # student reads them; wrong answers are described against them (grader/score/mismatch.py).
+    geometry: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -213,6 +216,8 @@ def load_lab(path: Path, root: Path) -> Lab:
         sanitizer=dict(data.get("sanitizer", {})),
         hidden_visibility=hidden_visibility,
         host_memory_mib=float(meta["max_host_memory_mib"]) if "max_host_memory_mib" in meta else None,
+        geometry={str(k): int(v) for k, v in data.get("geometry", {}).items()
+                  if isinstance(v, int) and not isinstance(v, bool) and v > 1},
     )
 
 

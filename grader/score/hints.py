@@ -3,12 +3,15 @@ facts from a failure message (its "signatures") and picks the first entry that f
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
 from grader.model.results import Category, LabResult, Status
+from grader.score import mismatch
 
 try:
     import tomllib
@@ -17,8 +20,9 @@ except ModuleNotFoundError:  # Python 3.10
 
 HINTS_FILE = Path(__file__).with_name("hints.toml")
 
-# cudalab/compare.hpp: "<bad> of <total> elements differ (...); mismatches span indices <first>..<last>"
-_MISMATCH = re.compile(r"(\d+) of (\d+) elements differ.*?mismatches span indices (\d+)\.\.(\d+)", re.S)
+
+
+LAB_HINTS = "hints.toml"  # a lab's own hints, beside its lab.toml: tried before the grader's
 
 
 @dataclass(frozen=True)
@@ -27,9 +31,16 @@ class Hint:
     text: str
     match: re.Pattern[str] | None = None
     signature: str | None = None
+    test: str | None = None  # a glob over the test's name (a lab's own hints)
+    task: str | None = None  # the task the test belongs to (a lab's own hints)
 
-    def fits(self, category: Category, message: str, signatures: set[str]) -> bool:
+    def fits(self, category: Category, message: str, signatures: set[str], test: str = "",
+             task: str | None = None) -> bool:
         if category is not self.category:
+            return False
+        if self.test is not None and not fnmatch.fnmatchcase(test, self.test):
+            return False
+        if self.task is not None and self.task != task:
             return False
         if self.match is not None and not self.match.search(message):
             return False
@@ -55,6 +66,8 @@ def parse_hints(text: str, source: str = "hints.toml") -> list[Hint]:
                     text=str(entry["text"]),
                     match=re.compile(entry["match"]) if "match" in entry else None,
                     signature=entry.get("signature"),
+                    test=entry.get("test"),
+                    task=entry.get("task"),
                 )
             )
         except (KeyError, ValueError, re.error) as err:
@@ -67,30 +80,80 @@ def load_hints(path: Path = HINTS_FILE) -> tuple[Hint, ...]:
     return tuple(parse_hints(path.read_text(), str(path)))
 
 
-def signatures(message: str) -> set[str]:
-    """Facts about a failure that a regular expression alone cannot state."""
+def hints_for_lab(lab_dir: Path) -> tuple[Hint, ...]:
+    """The lab's own hints (labs/NN-slug/hints.toml, written by its author, keyed on test, task and
+    pattern) first, then the grader's."""
+    own = Path(lab_dir) / LAB_HINTS
+    return (load_hints(own) if own.is_file() else ()) + load_hints()
+
+
+def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[str]:
+    """Facts about a failure that a regular expression alone cannot state: the mismatch patterns of
+    grader/score/mismatch.py ("pattern:only-first-tiles-right"), and the coarse kind of mismatch
+    ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some")."""
     found: set[str] = set()
-    for m in _MISMATCH.finditer(message):
-        bad, total, first, last = (int(g) for g in m.groups())
-        if total > 0 and bad >= total:
-            found.add("mismatch:all")
-        elif last == total - 1 and first > 0 and bad == last - first + 1:
-            found.add("mismatch:tail")
-        else:
-            found.add("mismatch:some")
+    m, patterns = mismatch.diagnosis(message, geometry)
+    if m is None:
+        return found
+    ids = {p.id for p in patterns}
+    found |= {f"pattern:{i}" for i in ids}
+    if "all-wrong" in ids:
+        found.add("mismatch:all")
+    elif ids & {"tail", "last-partial-block"}:
+        found.add("mismatch:tail")
+    else:
+        found.add("mismatch:some")
     return found
 
 
-def hint_for(category: Category | None, message: str, hints: tuple[Hint, ...] | None = None) -> str:
+def hint_for(category: Category | None, message: str, hints: tuple[Hint, ...] | None = None,
+             geometry: Mapping[str, int] | None = None, extra: set[str] | None = None, test: str = "",
+             task: str | None = None) -> str:
+    """The advice of the first hint that fits (extra: signatures known from elsewhere, such as which
+    sizes of the test fail)."""
     if category is None:
         return ""
     hints = load_hints() if hints is None else hints
-    sigs = signatures(message)
-    return next((h.text for h in hints if h.fits(category, message, sigs)), "")
+    sigs = signatures(message, geometry) | (extra or set())
+    return next((h.text for h in hints if h.fits(category, message, sigs, test, task)), "")
 
 
-def annotate(lab: LabResult, hints: tuple[Hint, ...] | None = None) -> None:
-    """Give every test of the lab that did not pass and has a category (failed, not run, no GPU) its hint."""
+def _sentence(parts: list[str]) -> str:
+    text = "; ".join(p for p in parts if p)
+    return (text[:1].upper() + text[1:] + ".") if text else ""
+
+
+def _size_patterns(lab: LabResult, geometry: Mapping[str, int] | None) -> dict[str, mismatch.Pattern]:
+    """Per test family ("ScanCorrectness.Random"), the pattern of which of its sizes fail."""
+    outcomes: dict[str, list[tuple[int, bool]]] = {}
+    for t in lab.tests:
+        n = mismatch.size_of(t.name)
+        if n is None or t.kind == "perf" or t.status not in (Status.PASSED, Status.FAILED):
+            continue
+        outcomes.setdefault(t.name.rpartition("/")[0], []).append((n, t.status is Status.PASSED))
+    found = {}
+    for family, sizes in outcomes.items():
+        pattern = mismatch.across_sizes(sizes, geometry)
+        if pattern is not None:
+            found[family] = pattern
+    return found
+
+
+def annotate(lab: LabResult, hints: tuple[Hint, ...] | None = None, geometry: Mapping[str, int] | None = None) -> None:
+    """Give every test of the lab that did not pass and has a category (failed, not run, no GPU) its hint:
+    for a wrong answer, what its mismatch looks like in the lab's geometry (and which sizes fail), then
+    the advice that fits."""
+    by_family = _size_patterns(lab, geometry)
     for test in lab.tests:
-        if test.status is not Status.PASSED and test.category is not None and not test.hint:
-            test.hint = hint_for(test.category, test.message, hints)
+        if test.status is Status.PASSED or test.category is None or test.hint:
+            continue
+        sizes = by_family.get(test.name.rpartition("/")[0]) if test.status is Status.FAILED else None
+        extra = {f"sizes:{sizes.id}"} if sizes is not None else set()
+        advice = hint_for(test.category, test.message, hints, geometry, extra, test.name, test.task)
+        said: list[str] = []
+        if test.category is Category.WRONG_ANSWER:
+            _, patterns = mismatch.diagnosis(test.message, geometry)
+            said = [p.text for p in patterns]
+            if sizes is not None:
+                said.append(sizes.text)
+        test.hint = " ".join(x for x in (_sentence(said), advice) if x)

@@ -121,5 +121,5 @@ def score(lab: Lab, result: LabResult, *, techniques: tuple[list[TechniqueOutcom
         elif outcomes:
             progress.ok(f"{len(outcomes)} technique(s) found")
     penalties.apply_points(lab, result, penalties.sanitizer_tests(result))
-    hints.annotate(result)
+    hints.annotate(result, hints.hints_for_lab(lab.path), geometry=lab.geometry)
     return result

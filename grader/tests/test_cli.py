@@ -105,7 +105,7 @@ def test_grade_solution(lab_root: Path, fake_machine, stand_in_reports, capsys) 
 def test_test_verb_prints_results(lab_root: Path, fake_machine, capsys) -> None:
     assert main("--root", str(lab_root), "test", "add", "-q") == 1
     out = capsys.readouterr().out
-    assert "FAIL    AddCorrectness.Small/257" in out and "hint: Only the last elements are wrong" in out
+    assert "FAIL    AddCorrectness.Small/257" in out and "hint: Only the last 3 elements are wrong. Check the ceil-div grid size" in out
     assert "4 passed, 1 failed, 0 skipped" in out
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from grader.model.labs import discover
 from grader.score import hints
 from grader.model.results import Category, LabResult, Status
 from grader.model.results import TestResult as TResult
@@ -43,10 +46,39 @@ def test_no_category_no_hint() -> None:
 
 
 def test_signatures() -> None:
-    assert hints.signatures("1 of 1 elements differ (seed 3004, exact); mismatches span indices 0..0") == {"mismatch:all"}
-    assert hints.signatures("1 of 257 elements differ (x); mismatches span indices 256..256") == {"mismatch:tail"}
-    assert hints.signatures("2 of 257 elements differ (x); mismatches span indices 250..256") == {"mismatch:some"}
+    assert hints.signatures("1 of 1 elements differ (seed 3004, exact); mismatches span indices 0..0") == {
+        "mismatch:all", "pattern:all-wrong"}
+    assert hints.signatures("1 of 257 elements differ (seed 1, exact); mismatches span indices 256..256") == {
+        "mismatch:tail", "pattern:tail"}
+    assert hints.signatures("2 of 257 elements differ (seed 1, exact); mismatches span indices 250..256") == {
+        "mismatch:some"}
     assert hints.signatures("nothing to see") == set()
+
+
+TILE_BUG = ("Value of: cudalab::DeviceAllEqual(reference_scan(in), out, seed)\n  Actual: false (16773120 of 16777216 "
+            "elements differ (seed 42, exact); mismatches span indices 4096..16777215\n"
+            "  [4096] expected 16221, actual 16719\n  [4097] expected 16229, actual 16727\n)\nExpected: true")
+
+
+def test_a_run_to_the_end_from_a_tile_boundary_is_not_called_a_tail() -> None:
+    """Issue 25: lab 07's tile-offset bug got the ceil-div grid hint."""
+    sigs = hints.signatures(TILE_BUG, {"scan tile": 4096, "warp": 32})
+    assert "mismatch:tail" not in sigs and "pattern:only-first-tiles-right" in sigs
+    text = hints.hint_for(Category.WRONG_ANSWER, TILE_BUG, geometry={"scan tile": 4096})
+    assert "ceil-div" not in text and "what carries from one tile to the next" in text
+
+
+def test_annotate_says_the_pattern_the_sizes_and_then_the_advice() -> None:
+    lab = LabResult(number=7, name="07-scan", title="Scan", max_score=100)
+    for n, ok in ((1, True), (4096, True), (4097, False), (16777216, False)):
+        lab.tests.append(TResult(name=f"ScanCorrectness.Random/{n}", status=Status.PASSED if ok else Status.FAILED,
+                                    category=None if ok else Category.WRONG_ANSWER, message="" if ok else TILE_BUG))
+    hints.annotate(lab, geometry={"scan tile": 4096, "warp": 32})
+    hint = lab.tests[-1].hint
+    assert hint.startswith("Everything from index 4,096 on is wrong: only the first 1 scan tile of 4,096 came out right")
+    assert "every size above one scan tile (4,096) fails, from n = 4,097" in hint
+    assert "ceil-div" not in hint
+    assert lab.tests[0].hint == ""  # a passed test gets none
 
 
 def test_every_category_with_failures_has_a_default() -> None:
@@ -73,3 +105,67 @@ def test_annotate_skips_passed_tests() -> None:
     ])
     hints.annotate(lab)
     assert lab.tests[0].hint == "" and "infinite loop" in lab.tests[1].hint
+
+
+# --- a lab's own hints (labs/NN-slug/hints.toml) -------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _lab_hint(lab_name: str, tests: list[tuple[str, str | None, str]]) -> list[str]:
+    """Annotate a lab result of these (name, task, message-or-"" for passed) tests with the lab's own
+    hints and geometry; the hints of the failed ones."""
+    lab = {lab.name: lab for lab in discover(ROOT)}[lab_name]
+    result = LabResult(number=lab.number, name=lab.name, title=lab.title, max_score=100)
+    for name, task, message in tests:
+        result.tests.append(TResult(name=name, task=task, status=Status.FAILED if message else Status.PASSED,
+                                    category=Category.WRONG_ANSWER if message else None, message=message))
+    hints.annotate(result, hints.hints_for_lab(lab.path), geometry=lab.geometry)
+    return [t.hint for t in result.tests if t.status is Status.FAILED]
+
+
+def _wrong(n: int, first: int, samples: list[tuple[int, str, str]], bad: int | None = None) -> str:
+    bad = n - first if bad is None else bad
+    last = n - 1 if bad == n - first else samples[-1][0]
+    return (f"{bad} of {n} elements differ (seed 7, exact); mismatches span indices {first}..{last}\n"
+            + "".join(f"  [{i}] expected {e}, actual {a}\n" for i, e, a in samples))
+
+
+def test_lab_07_propagate_hint_for_the_tile_offset_bug() -> None:
+    found = _lab_hint("07-scan", [("ScanCorrectness.Exclusive/16777216", "any-n",
+                                   _wrong(16777216, 4096, [(4096, "16221", "16719")]))])
+    assert "the propagate step is wrong" in found[0] and "first element" not in found[0]
+    assert found[0].startswith("Everything from index 4,096 on is wrong: only the first 1 scan tile of 4,096")
+
+
+def test_lab_07_look_back_hint() -> None:
+    found = _lab_hint("07-scan", [("ScanDecoupledCorrectness.Random/1048576", "decoupled",
+                                   _wrong(1048576, 8192, [(8192, "1", "2")]))])
+    assert "the look-back must add every earlier tile" in found[0]
+
+
+def test_lab_07_blelloch_shift_hint() -> None:
+    samples = [(1, "3", "6"), (2, "6", "10"), (3, "10", "15")]
+    found = _lab_hint("07-scan", [("BlockScanCorrectness.Blelloch/1024", "blelloch",
+                                   _wrong(1024, 1, samples, bad=1023))])
+    assert "Blelloch's scan is exclusive" in found[0]
+
+
+def test_lab_11_partition_hint_for_one_wrong_key_above_the_block_sort() -> None:
+    """Issue 25: one wrong key at n = 8193 got the generic __syncthreads() hint."""
+    one_key = _wrong(8193, 4000, [(4000, "5", "7")], bad=1)
+    found = _lab_hint("11-quicksort", [
+        ("QuicksortCorrectness.Random/1000", "recursion", ""),
+        ("QuicksortCorrectness.Random/8192", "recursion", ""),
+        ("QuicksortCorrectness.Random/8193", "recursion", one_key),
+        ("QuicksortCorrectness.Random/100000", "recursion", _wrong(100000, 4000, [(4000, "5", "7")], bad=1)),
+    ])
+    assert all("larger ones are partitioned first" in h for h in found)
+    assert all("above one block sort (8,192) fails, from n = 8,193" in h for h in found)
+    assert not any("__syncthreads" in h for h in found)
+
+
+def test_a_lab_hint_does_not_fire_outside_its_task() -> None:
+    found = _lab_hint("07-scan", [("BlockScanCorrectness.HillisSteele/1024", "hillis-steele",
+                                   _wrong(1024, 1, [(1, "3", "6"), (2, "6", "10"), (3, "10", "15")], bad=1023))])
+    assert "Blelloch" not in found[0]

@@ -131,6 +131,8 @@ BROKEN = [
                  id="sanitizer-skip-matches-nothing"),
     pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\nskip = { memcheck = ["-AddPerf*"] }\n',
                  "[sanitizer] skip.memcheck", "is not a test glob", id="sanitizer-skip-not-a-glob"),
+    pytest.param(LAB_TOML + '\n[geometry]\nblock = 256\nwarp = "32"\n', "[geometry] warp",
+                 "'32' is not a size", id="geometry-not-a-size"),
     pytest.param(LAB_TOML + '\n[sanitizer]\ntools = ["memcheck"]\nskip = ["AddCorrectness.Large/*"]\n',
                  "[sanitizer] skip", "is not a table of tool = [test globs]", id="sanitizer-skip-not-a-table"),
 ]
@@ -324,3 +326,15 @@ def test_every_real_lab_passes() -> None:
     assert all(c.points.startswith("100 (") for c in checks)
     if bin_dir is not None:  # listed where built: every lab's public tests, and lab 03's hidden ones too
         assert all(c.tests > 0 for c in checks)
+
+
+def test_a_labs_own_hints_are_checked(tmp_path: Path) -> None:
+    bin_dir = make_tree(tmp_path)
+    hints_file = tmp_path / "labs" / "01-add" / "hints.toml"
+    hints_file.write_text('[[hint]]\ncategory = "wrong_answer"\ntask = "small"\ntext = "fine"\n\n'
+                          '[[hint]]\ncategory = "wrong_answer"\ntask = "tiny"\ntext = "no such task"\n')
+    problems = [(p.file, p.key, p.message) for p in check(tmp_path, bin_dir).problems]
+    assert problems == [("labs/01-add/hints.toml", "hint #2 task", "'tiny' is not a public task of this lab")]
+    hints_file.write_text('[[hint]]\ncategory = "wrong answer"\ntext = "x"\n')
+    problems = [(p.file, p.key, p.message) for p in check(tmp_path, bin_dir).problems]
+    assert problems[0][:2] == ("labs/01-add/hints.toml", "file") and "hint #1" in problems[0][2]
