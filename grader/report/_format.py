@@ -57,6 +57,16 @@ def labelled(label: str, message: str) -> str:
     return f"{label}: {message}"
 
 
+# Notes on how the grader itself ran (isolation, time limit): kept for the curious, never in the way.
+GRADER_INTERNALS = ("confinement:", "sandbox:", "global time limit of this grade")
+
+
+def split_notes(notes: list[str]) -> tuple[list[str], list[str]]:
+    """(what the student should read, the grader's own setup)."""
+    setup = [n for n in notes if n.startswith(GRADER_INTERNALS)]
+    return [n for n in notes if n not in setup], setup
+
+
 def fmt_commit(commit: str, digits: int = 12) -> str:
     """A commit as reports show it: the hash cut to `digits`, a suffix ("+dirty") always kept."""
     text = clean_text(commit).strip()

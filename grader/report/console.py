@@ -24,8 +24,10 @@ from grader.report._format import (
     gpu_line,
     labelled,
     percent,
+    split_notes,
     unit,
 )
+from grader.report.failures import group_failures
 from grader.report.standing import lab_standing, score_text, standing
 from grader.model.results import Results, Status
 
@@ -55,6 +57,7 @@ class _Summary:
     total: _Row | None = None
     perf: list[_Line] = field(default_factory=list)
     problems: list[_Line] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)  # how the grader ran (isolation): last, one line
 
 
 def _score_style(score: float, max_score: float) -> str:
@@ -80,7 +83,9 @@ def _summary(results: Results) -> _Summary:
     s.head.append(_Line(f"GPU: {gpu_line(run)}", "" if run.gpu_available else "yellow"))
     if run.toolkit:
         s.head.append(_Line(f"Toolkit: {clean_text(run.toolkit)}"))
-    s.head += [_Line(f"Note: {clean_text(note)}", "yellow") for note in run.notes]
+    shown, setup = split_notes(run.notes)
+    s.head += [_Line(f"Note: {clean_text(note)}", "yellow") for note in shown]
+    s.setup = [clean_text(note) for note in setup]
 
     for lab in results.labs:
         build_failed = any(not b.ok for b in lab.builds)
@@ -139,12 +144,14 @@ def _summary(results: Results) -> _Summary:
             if not b.ok:
                 msg = first_line(clean_text(b.message or b.log)) or "build failed"
                 s.problems.append(_Line(f"build {clean_text(b.target)}: {msg}", "bold red", nn + "✗"))
-        failing = [t for t in lab.tests if t.status is Status.FAILED]
-        for t in failing[:MAX_FAILURES_PER_LAB]:
-            why = labelled(category_label(t.category) or "failed", first_line(clean_text(t.message), 100))
-            s.problems.append(_Line(f"{clean_text(t.name)} — {why}", "bold red", nn + "✗"))
-        if len(failing) > MAX_FAILURES_PER_LAB:
-            s.problems.append(_Line(f"{nn}… and {len(failing) - MAX_FAILURES_PER_LAB} more failures"))
+        groups = group_failures(lab)
+        for g in groups[:MAX_FAILURES_PER_LAB]:
+            also = f" (also fails at {', '.join(g.also[:6])}{', …' if len(g.also) > 6 else ''})" if g.also else ""
+            s.problems.append(_Line(f"{clean_text(g.test.name)} — {g.what}{also}", "bold red", nn + "✗"))
+            if g.test.hint:
+                s.problems.append(_Line(f"{nn}    {first_line(clean_text(g.test.hint), 600)}"))
+        if len(groups) > MAX_FAILURES_PER_LAB:
+            s.problems.append(_Line(f"{nn}… and {len(groups) - MAX_FAILURES_PER_LAB} more ways of failing"))
         not_run = [t for t in lab.tests if t.status is Status.NOT_RUN]
         if not_run:
             reason = first_line(clean_text(not_run[0].message), 100) or category_label(not_run[0].category)
@@ -203,6 +210,8 @@ def _plain_lines(s: _Summary, color: bool) -> list[str]:
             (paint(line.mark, line.style) + " " + line.text) if line.mark else line.text
             for line in s.problems
         ]
+    if s.setup:
+        out += ["", "How the grader ran: " + "; ".join(s.setup)]
     return out
 
 
@@ -249,4 +258,7 @@ def _render_rich(s: _Summary, stream: TextIO) -> bool:
                 text.append(" ")
             text.append(line.text)
             console.print(text, soft_wrap=True)
+    if s.setup:
+        console.print()
+        console.print(Text("How the grader ran: " + "; ".join(s.setup), style="dim"), soft_wrap=True)
     return True

@@ -34,9 +34,11 @@ from grader.report._format import (
     percent,
     perf_rows,
     slug,
+    split_notes,
     split_test_name,
     unit,
 )
+from grader.report.failures import group_failures
 from grader.report.standing import NOT_GRADED, lab_standing, standing
 from grader.model.results import LabResult, Perf, Results, Status, TestResult
 
@@ -106,7 +108,8 @@ def view(results: Results) -> dict[str, Any]:
         "title": f"cudalab report — {'lab ' + labs_names if labs_names else 'no labs'}",
         "mode": run.mode or "student",
         "meta": [(k, v) for k, v in meta if v],
-        "notes": run.notes,
+        "notes": split_notes(run.notes)[0],
+        "setup_notes": split_notes(run.notes)[1],
         "gpu_available": run.gpu_available,
         "gpu_reason": run.gpu_reason or "no CUDA device was found",
         "gpu_facts": gpu_facts(run),
@@ -194,6 +197,11 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
             for b in lab.builds
         ],
         "test_groups": groups,
+        "failure_modes": [
+            {"name": g.test.name, "anchor": by_name[g.test.name][1]["anchor"] if g.test.name in by_name else "",
+             "what": g.what, "also": ", ".join(g.also), "hint": g.test.hint}
+            for g in group_failures(lab)
+        ],
         "progressions": _progressions(lab, mode),
         "perf_cards": [_perf_card(t, anchor, mode) for t in perf_tests],
     }

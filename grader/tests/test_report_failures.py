@@ -1,0 +1,78 @@
+"""A lab's failures grouped by failure mode (grader/report/failures.py), in the console and the HTML
+report; the grader's own setup notes kept out of the student's way."""
+
+from __future__ import annotations
+
+import io
+
+from grader.model.results import Category, LabResult, Results, Status
+from grader.model.results import TestResult as TResult
+from grader.report import render_html
+from grader.report.console import render_console
+from grader.report.failures import group_failures
+from grader.report.sample import sample_results
+from grader.score import hints
+
+TILE = ("Value of: cudalab::DeviceAllEqual(reference_scan(in), out, seed)\n  Actual: false ({bad} of {n} elements "
+        "differ (seed 42, exact); mismatches span indices 4096..{last}\n  [4096] expected 16221, actual 16719\n"
+        "  [4097] expected 16229, actual 16727\n)\nExpected: true")
+RACE = ("compute-sanitizer racecheck reported 2 error(s):\n  Shared-memory race (error) between a write at scan.cu:284 "
+        "and a read at scan.cu:290 in scan_tiles_kernel")
+
+
+def _lab() -> LabResult:
+    lab = LabResult(number=7, name="07-scan", title="Scan", max_score=100)
+    for n in (1, 4096):
+        lab.tests.append(TResult(f"ScanCorrectness.Exclusive/{n}", Status.PASSED, task="any-n"))
+    for n in (16777216, 4097, 1048576):  # not in size order, as a binary may report them
+        lab.tests.append(TResult(f"ScanCorrectness.Exclusive/{n}", Status.FAILED, task="any-n",
+                                    category=Category.WRONG_ANSWER,
+                                    message=TILE.format(bad=n - 4096, n=n, last=n - 1)))
+    lab.tests.append(TResult("ScanHugeCorrectness.Propagate", Status.FAILED, task="any-n",
+                                category=Category.WRONG_ANSWER, message="Do your kernels compute indices in 64 bits?"))
+    lab.tests.append(TResult("sanitizer.racecheck", Status.FAILED, category=Category.SANITIZER, message=RACE))
+    hints.annotate(lab, geometry={"scan tile": 4096, "warp": 32})
+    return lab
+
+
+def test_one_entry_per_mode_smallest_size_first_sanitizer_on_top() -> None:
+    groups = group_failures(_lab())
+    assert [g.test.name for g in groups] == ["sanitizer.racecheck", "ScanCorrectness.Exclusive/4097",
+                                             "ScanHugeCorrectness.Propagate"]
+    assert groups[1].also == ["1,048,576", "16,777,216"]
+    assert groups[1].what == "wrong answer: first wrong at [4096]: expected 16221, got 16719 (1 of 4,097 differ)"
+    assert groups[0].what.startswith("sanitizer") and "scan.cu:284" in groups[0].what
+
+
+def _results(lab: LabResult) -> Results:
+    results = sample_results()
+    results.labs = [lab]
+    results.run.notes = ["confinement: pid+net namespace, Landlock abi 7, host memory limit 32768 MiB",
+                         "sandbox: test binaries ran under bubblewrap (read-only tree, private /tmp, no network)",
+                         "small mode: only small sizes ran and perf tests were off (not a full grade)"]
+    return results
+
+
+def test_console_names_the_bug_not_the_gtest_expression() -> None:
+    out = io.StringIO()
+    render_console(_results(_lab()), out)
+    text = out.getvalue()
+    assert "ScanCorrectness.Exclusive/4097 — wrong answer: first wrong at [4096]: expected 16221, got 16719" in text
+    assert "(also fails at 1,048,576, 16,777,216)" in text and "Value of:" not in text
+    assert text.index("sanitizer.racecheck") < text.index("ScanCorrectness.Exclusive/4097")
+    assert "Only the last element is wrong: the partial scan tile past the last full scan tile of 4,096 (n = 4,097)" in text
+    assert "sizes up to 4,096 pass and every size above one scan tile (4,096) fails, from n = 4,097" in text
+    assert "what joins tiles: block offsets, carried sums, the second pass" in text  # the advice, not cut
+    assert "Note: small mode" in text and "Note: confinement" not in text
+    assert text.rstrip().splitlines()[-1].startswith("How the grader ran: confinement: pid+net namespace")
+
+
+def test_html_has_what_went_wrong_and_keeps_the_setup_collapsed() -> None:
+    html = render_html(_results(_lab()))
+    section = html[html.index("What went wrong"):html.index("<h3>Tasks</h3>") if "<h3>Tasks</h3>" in html else None]
+    assert section.index("sanitizer.racecheck") < section.index("ScanCorrectness.Exclusive/4097")
+    assert "first wrong at [4096]: expected 16221, got 16719" in section and "also fails at 1,048,576, 16,777,216" in section
+    setup = html[html.index('<details class="setup">'):]
+    assert "How the grader ran" in setup and "Landlock abi 7" in setup
+    assert "Landlock" not in html[:html.index('<details class="setup">')]
+    assert "small mode: only small sizes ran" in html[:html.index('<details class="setup">')]
