@@ -6,7 +6,8 @@ symbols, relocations and instructions, and the calls between its functions.
     obj.calls_to("cudaMallocHost")  # the instructions that call it, with the function they are in
 
 Names are kept mangled (what the linker sees); demangle() turns them into C++ for messages. Nothing here
-decides what is allowed: grader/inspect/objcheck.py does.
+decides what is allowed: grader/inspect/objcheck.py does. localize() is the one change it makes to an
+object: helpers the student left global become local before the object is linked.
 """
 
 from __future__ import annotations
@@ -369,6 +370,17 @@ def read_object(path: Path) -> ObjectFile:
             argv += ["-j", s.name]
     instructions = parse_disassembly(_run(argv + [str(path)], f"objdump -d {path.name}")) if len(argv) > 4 else []
     return ObjectFile(path, sections, symbols, relocations, instructions)
+
+
+def localize(path: Path, names: Iterable[str]) -> None:
+    """Make these global symbols of the object local, in place (objcopy --localize-symbol): nothing
+    outside the object can see or stand in for them after that. The only change this module makes to
+    an object; raises ElfError."""
+    names = list(names)
+    if not names:
+        return
+    argv = [_tool("objcopy")] + [f"--localize-symbol={n}" for n in names] + [str(path)]
+    _run(argv, f"objcopy --localize-symbol {path.name}")
 
 
 _RUNPATH = re.compile(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]")

@@ -10,7 +10,9 @@ Every rule is an allowlist read off the compiler's output (grader/inspect/elf.py
   kernel registration) are told apart by where they are called from, not by name.
 - Definitions: a symbol visible outside the file is a contract function (one the tests call), a kernel or
   a __device__ function's host stub, or a template/inline function the compiler emitted; no C names, no
-  global variables, nothing of GoogleTest, the C++ library or cudalab, no IFUNC.
+  global variables, nothing of GoogleTest, the C++ library or cudalab, no IFUNC. A C++ helper of the
+  student's own left global is not refused: it is named in a "localize" finding, and the inspect stage
+  makes it local (elf.localize) before the object is linked, so it cannot stand in for anything.
 - Sections: only the ones the compiler makes (.text*, .data*, .rodata*, ...); no data in code sections;
   no .init/.fini/.ctors/.preinit_array.
 - Initializers: .init_array holds nvcc's kernel registration and, at most, <iostream>'s std::ios_base::Init
@@ -66,6 +68,8 @@ WHY_C_NAME = ("is visible outside your file with a C name (extern \"C\", or a gl
               "in for a library's own symbol: make it `static` (or put it in an anonymous namespace)")
 WHY_EXTERNAL = ("has external linkage, but only the contract's functions may be visible outside your file: make it "
                 "`static` (or put it in an anonymous namespace)")
+WHY_LOCALIZED = ("is not `static`, so it was visible outside your file; the grader made it local before linking, "
+                 "so it counts as your own helper. Mark helpers `static` (or put them in an anonymous namespace)")
 WHY_RESERVED = ("defines part of the C++ library, GoogleTest or cudalab: a lab file may define only its own "
                 "functions, kernels and the contract's")
 WHY_IFUNC = "is an indirect function (ifunc), whose resolver runs before main: not allowed in a lab file"
@@ -77,12 +81,18 @@ WHY_ASM = ("is host inline assembly: a lab file's host code is C++ (inline PTX i
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # reference, definition, forbidden, section, initializer, instruction, assembly
+    kind: str  # reference, definition, forbidden, section, initializer, instruction, assembly; localize
     name: str  # the symbol (as C++), section or place
     why: str
+    symbol: str = ""  # the mangled name (localize)
 
     def line(self) -> str:
         return f"{self.name}: {self.why}"
+
+    @property
+    def refuses(self) -> bool:
+        """Every finding refuses the file but "localize": a helper left global, made local before linking."""
+        return self.kind != "localize"
 
 
 @dataclass(frozen=True)
@@ -240,6 +250,10 @@ class _Checker:
                 continue
             if shown.startswith(RESERVED_NAMESPACES):
                 self.add("definition", shown, WHY_RESERVED)
+            elif sym.type in ("FUNC", "OBJECT"):  # the student's own C++ helper: made local, not refused
+                f = Finding("localize", shown, WHY_LOCALIZED, name)
+                if f not in self.findings:
+                    self.findings.append(f)
             else:
                 self.add("definition", shown, WHY_EXTERNAL)
 

@@ -21,7 +21,7 @@ from grader.build.compiledb import CompileDb
 from grader.build.targets import code_prefix, object_target, test_object_targets
 from grader.host.toolkit import find_nvcc
 from grader.inspect import includes, objcheck, techniques
-from grader.inspect.elf import ElfError, ObjectFile, read_object
+from grader.inspect.elf import ElfError, ObjectFile, localize, read_object
 from grader.intake.stage import refused_block
 from grader.model.block import Block
 from grader.model.labs import Lab
@@ -139,7 +139,21 @@ def _check_object(lab: Lab, sources: list[Path], build_dir: Path, mode: str, pro
         assembly = listing.read_text(errors="replace") if listing.is_file() else None
         if assembly is None:
             found.notes.append("host inline assembly was not checked: the compiler's listing is missing")
-        findings += objcheck.check_object(obj, lab, contract, [source], assembly)
+        checked = objcheck.check_object(obj, lab, contract, [source], assembly)
+        findings += [f for f in checked if f.refuses]
+        helpers = [f for f in checked if not f.refuses]
+        if helpers and not findings:
+            try:  # before the link: a helper left global can stand in for nothing
+                localize(obj_path, [f.symbol for f in helpers])
+                obj = read_object(obj_path)
+            except ElfError as err:
+                findings += [objcheck.Finding("definition", f.name, objcheck.WHY_EXTERNAL) for f in helpers]
+                found.notes.append(f"helpers left global could not be made local: {err}")
+            else:
+                still = {s.name for s in obj.defined() if s.external} & {f.symbol for f in helpers}
+                findings += [objcheck.Finding("definition", f.name, objcheck.WHY_EXTERNAL)
+                             for f in helpers if f.symbol in still]
+                found.notes += [f"warning: {f.line()}" for f in helpers if f.symbol not in still]
         found.obj, found.object_path = obj, obj_path
     if findings:
         prefix = code_prefix(lab, mode)

@@ -144,6 +144,9 @@ def _summary(results: Results) -> _Summary:
             if not b.ok:
                 msg = first_line(clean_text(b.message or b.log)) or "build failed"
                 s.problems.append(_Line(f"build {clean_text(b.target)}: {msg}", "bold red", nn + "✗"))
+        for message in lab.messages:
+            if message.startswith("warning:"):
+                s.problems.append(_Line(clean_text(message.removeprefix("warning:").strip()), "yellow", nn + "!"))
         groups = group_failures(lab)
         for g in groups[:MAX_FAILURES_PER_LAB]:
             also = f" (also fails at {', '.join(g.also[:6])}{', …' if len(g.also) > 6 else ''})" if g.also else ""

@@ -78,7 +78,7 @@ CASES = {
                           "testing::internal::AlwaysTrue(): defines part of"),
     "global-variable": ("int counter = 3;\n", "counter: is visible outside your file"),
     "non-static-helper": ("int round_up(int a, int b) { return (a + b - 1) / b * b; }\n",
-                          "round_up(int, int): has external linkage"),
+                          "round_up(int, int): is not `static`, so it was visible outside your file; the grader made it local"),
     "syscall-asm": ('static long sc(long n) { long r; asm volatile("syscall" : "=a"(r) : "a"(n) : "rcx", "r11", '
                     '"memory"); return r; }\nfloat* allocate_pinned(std::size_t n);\n'
                     'static long pid() { return sc(39); }\nvoid free_pinned_x(float* p) { if (pid() == 1) free_pinned(p); }\n',
@@ -236,3 +236,37 @@ def test_solutions_use_every_declared_technique() -> None:
         missing += [f"{lab.name}: {n}" for n in notes]
         missing += [f"{lab.name}: {o.message}" for o in outcomes if not o.found]
     assert not missing, "\n".join(missing)
+
+
+# --- a helper left global is made local, and then cannot stand in for anything -------------------------------
+
+NEEDS_GXX = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("objcopy") is None,
+                               reason="g++ and objcopy build and rewrite the objects")
+
+
+@NEEDS_GXX
+def test_a_localized_helper_cannot_interpose(tmp_path: Path) -> None:
+    """The student's object defines helper() without `static`, and so does the harness: as they are the
+    link fails; once the student's helper is local each file calls its own."""
+    import subprocess
+
+    from grader.inspect.elf import localize
+
+    (tmp_path / "student.cpp").write_text("int helper() { return 1; }\nint contract() { return helper(); }\n")
+    (tmp_path / "harness.cpp").write_text("int helper() { return 2; }\nint contract();\n"
+                                          "int main() { return contract() * 10 + helper(); }\n")
+    for name in ("student", "harness"):
+        subprocess.run(["g++", "-O0", "-c", f"{name}.cpp", "-o", f"{name}.o"], cwd=tmp_path, check=True)
+    link = ["g++", "student.o", "harness.o", "-o", "prog"]
+    assert subprocess.run(link, cwd=tmp_path, capture_output=True).returncode != 0  # multiple definition
+
+    student = read_object(tmp_path / "student.o")
+    lab = dataclasses.replace(LAB03, forbidden_symbols=())
+    findings = check_object(student, lab, {"_Z8contractv"}, [tmp_path / "student.cpp"])
+    assert [(f.kind, f.name, f.refuses) for f in findings] == [("localize", "helper()", False)]
+    localize(tmp_path / "student.o", [f.symbol for f in findings])
+    after = read_object(tmp_path / "student.o")
+    assert not [f for f in check_object(after, lab, {"_Z8contractv"}, [tmp_path / "student.cpp"])]
+    assert {s.name for s in after.defined() if s.external} == {"_Z8contractv"}
+    subprocess.run(link, cwd=tmp_path, check=True)
+    assert subprocess.run([str(tmp_path / "prog")]).returncode == 12  # the student's contract: its own helper

@@ -76,3 +76,12 @@ def test_html_has_what_went_wrong_and_keeps_the_setup_collapsed() -> None:
     assert "How the grader ran" in setup and "Landlock abi 7" in setup
     assert "Landlock" not in html[:html.index('<details class="setup">')]
     assert "small mode: only small sizes ran" in html[:html.index('<details class="setup">')]
+
+
+def test_a_labs_warnings_reach_the_console() -> None:
+    lab = _lab()
+    lab.messages.append("warning: coop_blocks(int, unsigned long): is not `static`, so it was visible outside your "
+                        "file; the grader made it local before linking")
+    out = io.StringIO()
+    render_console(_results(lab), out)
+    assert "07  ! coop_blocks(int, unsigned long): is not `static`" in out.getvalue()
