@@ -124,6 +124,12 @@ def _where(geometry: Mapping[str, int], index: int) -> str:
     return f"index {index:,} is the first element of {name} {index // size:,} ({name}s of {size:,})"
 
 
+def _ordinal(k: int) -> str:
+    """32 -> "32nd", 11 -> "11th", 4096 -> "4,096th"."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k:,}{suffix}"
+
+
 def _last(bad: int) -> str:
     return "only the last element is wrong" if bad == 1 else f"only the last {bad:,} elements are wrong"
 
@@ -135,7 +141,7 @@ def _positions(m: Mismatch, geometry: Mapping[str, int]) -> list[Pattern]:
     at_end = m.last == m.total - 1 and m.contiguous
     if at_end and m.first > 0:
         partial = [(name, size) for name, size in _sizes(geometry)
-                   if m.total % size and m.first >= m.total - m.total % size]
+                   if m.total > size and m.total % size and m.first >= m.total - m.total % size]
         hit = _boundary(m.first, geometry)
         if partial and m.bad <= min(size for _, size in partial):
             whole = [p for p in partial if m.bad == m.total % p[1]]  # the whole partial one wrong: the telling size
@@ -157,7 +163,7 @@ def _positions(m: Mismatch, geometry: Mapping[str, int]) -> list[Pattern]:
     strides = {b - a for a, b in zip(indices, indices[1:])}
     if len(indices) >= 3 and len(strides) == 1 and (stride := strides.pop()) > 1:
         named = next((name for name, size in _sizes(geometry) if size == stride), "")
-        every = f"every {stride:,}th element" + (f" (one per {named})" if named else "")
+        every = f"every {_ordinal(stride)} element" + (f" (one per {named})" if named else "")
         out.append(Pattern("strided", f"{every} is wrong, from index {indices[0]:,} on"))
     where = _where(geometry, m.first)
     if where and not out:

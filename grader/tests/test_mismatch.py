@@ -53,6 +53,8 @@ def test_the_last_partial_block() -> None:
     assert ids(text, BLOCKS) == ["last-partial-block", "never-written"]
     found = diagnosis(text, BLOCKS)[1][0]
     assert "partial block past the last full block of 256" in found.text
+    # n below one scan tile: no full tile before it, so the run is not "past the last full tile".
+    assert "last-partial-block" not in ids(message(24, 1024, 1000, 1023, []), SCAN)
     # The same run where n is a multiple of the block: not a partial block.
     assert "last-partial-block" not in ids(message(4, 1024, 1020, 1023, []), BLOCKS)
 
@@ -65,7 +67,7 @@ def test_every_32nd_element_is_one_per_warp() -> None:
     samples = [(31 + 32 * k, str(k), str(k + 5)) for k in range(8)]
     text = message(512, 16384, 31, 16383, samples)
     found = diagnosis(text, BLOCKS)[1]
-    assert found[0].id == "strided" and "every 32th element (one per warp)" in found[0].text
+    assert found[0].id == "strided" and "every 32nd element (one per warp)" in found[0].text
     assert found[1].id == "constant-offset"
 
 
