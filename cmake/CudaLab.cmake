@@ -9,6 +9,7 @@
 #   labNN_student_code       that object as a shared library that exports only the contract
 #   labNN_student            tests + labNN_student_code
 #   labNN_solution[_object|_code]  the same for solutions/NN-slug/<topic>.cu     (when it exists)
+#   labNN_solution           in a student release: the tests + reference/NN-slug/liblabNN_solution_code.so
 #   labNN_hidden_student     solutions/NN-slug/test_hidden_<topic>.cu + labNN_student_code (when it exists)
 #   labNN_hidden_solution    the hidden tests against the reference
 # LIBS are linked into the test binaries only (e.g. CUDA::cublas for a library baseline in the tests):
@@ -46,6 +47,15 @@ function(cudalab_add_lab topic)
   _cudalab_test_binary(${lab}_student ${lab}_tests ${lab}_student_code "${test_libs}" ${ARG_RDC})
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${solution_src}")
     _cudalab_student_code(${lab}_solution "${solution_src}" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_solution ${lab}_tests ${lab}_solution_code "${test_libs}" ${ARG_RDC})
+  endif()
+  # A student release ships the reference compiled (reference/NN-slug/, grader/authoring/release_reference.py):
+  # machine code for the release's GPUs, no source, no PTX. Its tests link against it like the student's
+  # code, so a student copy times the reference in the same run as the student's kernels.
+  set(compiled_reference "${PROJECT_SOURCE_DIR}/reference/${lab_dir}/lib${lab}_solution_code.so")
+  if(CUDALAB_BUILD_SOLUTIONS AND NOT EXISTS "${solution_src}" AND EXISTS "${compiled_reference}")
+    add_library(${lab}_solution_code SHARED IMPORTED)
+    set_target_properties(${lab}_solution_code PROPERTIES IMPORTED_LOCATION "${compiled_reference}")
     _cudalab_test_binary(${lab}_solution ${lab}_tests ${lab}_solution_code "${test_libs}" ${ARG_RDC})
   endif()
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${hidden_test_src}")

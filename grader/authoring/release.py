@@ -8,6 +8,7 @@ exclude; every file under the root when it is not a git checkout) minus the inst
   .notes/                     instructor notes
   docs/ (all but STUDENT_DOCS) the instructor guide, the architecture, authoring a lab, CI and Gradescope
   ci/gradescope/, ci/gpu-check, ci/gpu_summary.py,  course-staff tooling (needs solutions/)
+  ci/release_perf_check.py,
   ci/course_demo.py,
   ci/multi-gpu-check, ci/slurm-check, ci/container/
   grader/tests/, .ci/         the grader's own tests and the repository's CI (they check solutions/)
@@ -15,7 +16,9 @@ exclude; every file under the root when it is not a git checkout) minus the inst
   grader/authoring/release_templates/   the student README and guide below, before they are filled in
   CHANGELOG.md                the project's history (it names the instructor's tools)
 
-Each lab.toml loses what would reveal its hidden tests: the [hidden] table, [[task]] entries with
+Each lab's reference goes in compiled for the release's GPUs (reference/, machine code only:
+grader/authoring/release_reference.py), so that the copy scores perf points against it as the instructor's
+tree does. Each lab.toml loses what would reveal its hidden tests: the [hidden] table, [[task]] entries with
 hidden = true, and the [[perf]] / [[technique]] entries of those tasks, and the comment lines that point
 at something the copy does not have. The copy's README.md and docs/getting-started.md are written for
 students from grader/authoring/release_templates/ (what to edit, how to grade, what the report means), in place of
@@ -36,6 +39,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,8 +49,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from grader.authoring import release_names
-from grader.model.errors import Exit, GraderError
+from grader.authoring import release_names, release_reference
+from grader.authoring.release_toml import ReleaseError, hidden_keys, strip_hidden  # noqa: F401 - release.strip_hidden
+from grader.model.errors import Exit
 
 if TYPE_CHECKING:
     from grader.model.labs import Lab
@@ -69,6 +74,7 @@ EXCLUDED: tuple[tuple[str, str], ...] = (
     ("ci/gradescope/", "the Gradescope autograder bundle (course staff)"),
     ("ci/gpu-check", "the GPU check of the reference solutions (needs solutions/)"),
     ("ci/gpu_summary.py", "part of ci/gpu-check"),
+    ("ci/release_perf_check.py", "part of ci/gpu-check (grades copies of solutions/ in a release)"),
     ("ci/course_demo.py", "part of ci/gpu-check (grades a copy of a reference solution)"),
     ("ci/multi-gpu-check", "the multi-GPU batch check (course staff; runs bench/, needs solutions/)"),
     ("ci/slurm-check", "the single-node Slurm check (course staff; grades copies of solutions/)"),
@@ -84,16 +90,9 @@ HIDDEN_TEST_GLOB = "test_hidden_*"
 _WALK_SKIP_DIRS = {".git", "build", ".venv", "reports", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
                    ".whl", ".gl", "node_modules"}
 _WALK_SKIP_FILES = ("*.pyc", "*.pyo", "*.tmp")
-# A lab.toml header line: [name] or [[name]], with an optional trailing comment.
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?\s*(#.*)?$")
 REPORT_FILES = ("results.json", "report.html", "junit.xml", "gradescope.json", "grades.csv")
 
 
-class ReleaseError(GraderError):
-    """The release could not be made, or its verification failed."""
-
-    def __init__(self, message: str, code: Exit = Exit.TEST_FAILURES) -> None:
-        super().__init__(message, code)
 
 
 # --- what goes in ----------------------------------------------------------------------------------------
@@ -172,71 +171,7 @@ def plan(root: Path, out: Path | None = None) -> Plan:
     return Plan(files, left_out, source)
 
 
-# --- lab.toml ------------------------------------------------------------------------------------------------
-
-
-def _blocks(text: str) -> list[list[str]]:
-    """The lines of a TOML file cut at each table header; comment lines right above a header go with it."""
-    blocks: list[list[str]] = [[]]
-    for line in text.splitlines(keepends=True):
-        if _HEADER.match(line):
-            prev = blocks[-1]
-            k = len(prev)
-            while k > 0 and prev[k - 1].lstrip().startswith("#"):
-                k -= 1
-            moved = prev[k:]
-            del prev[k:]
-            blocks.append(moved + [line])
-        else:
-            blocks[-1].append(line)
-    return blocks
-
-
-def strip_hidden(text: str, where: str = "lab.toml") -> str:
-    """lab.toml without what describes hidden tests: [hidden], hidden tasks and their perf/technique
-    entries. Raises ReleaseError when the result still mentions them (e.g. an inline table)."""
-    blocks = _blocks(text)
-    parsed: list[tuple[str, dict]] = []
-    for block in blocks[1:]:
-        header = next(line for line in block if _HEADER.match(line))
-        name = _HEADER.match(header).group(2)  # type: ignore[union-attr]
-        try:
-            data = tomllib.loads("".join(block))
-        except tomllib.TOMLDecodeError as err:
-            raise ReleaseError(f"{where}: cannot read the [{name}] table: {err}", Exit.USAGE) from None
-        entry = data
-        for part in name.split("."):
-            entry = entry.get(part, {}) if isinstance(entry, dict) else {}
-        if isinstance(entry, list):
-            entry = entry[0] if entry else {}
-        parsed.append((name, entry))
-    hidden_tasks = {e.get("id") for n, e in parsed if n == "task" and e.get("hidden")}
-    kept = [blocks[0]]
-    for block, (name, entry) in zip(blocks[1:], parsed, strict=True):
-        drop = (
-            name == "hidden" or name.startswith("hidden.")
-            or (name == "task" and bool(entry.get("hidden")))
-            or (name in ("perf", "technique") and entry.get("task") in hidden_tasks)
-        )
-        if not drop:
-            kept.append(block)
-    out = re.sub(r"\n{3,}", "\n\n", "".join("".join(b) for b in kept))
-    problems = hidden_keys(out)
-    if problems:
-        raise ReleaseError(f"{where}: after stripping, still {'; '.join(problems)}")
-    return out
-
-
-def hidden_keys(text: str) -> list[str]:
-    """What in a lab.toml text still describes hidden tests ([] when nothing does)."""
-    data = tomllib.loads(text)
-    problems = []
-    if "hidden" in data:
-        problems.append("has a [hidden] table")
-    problems += [f"has hidden task '{t.get('id')}'" for t in data.get("task", []) if t.get("hidden")]
-    problems += [f"a test glob names hidden tests ({g})" for t in data.get("task", []) for g in t.get("tests", [])
-                 if "hidden" in g.lower()]
-    return problems
+# lab.toml without its hidden entries: grader/authoring/release_toml.py (strip_hidden, hidden_keys).
 
 
 # --- making the copy -------------------------------------------------------------------------------------------
@@ -277,6 +212,8 @@ class Release:
     stripped: list[str]  # lab.toml files that lost hidden entries
     commit: str
     untracked: list[str] = field(default_factory=list)
+    compiled: list[str] = field(default_factory=list)  # reference/ files: compiled references, manifest
+    reference_archs: list[str] = field(default_factory=list)
 
 
 def release_note(commit: str, verified: str = "") -> str:
@@ -286,7 +223,8 @@ def release_note(commit: str, verified: str = "") -> str:
         f"Made by `python3 -m grader release`{' from commit ' + commit if commit else ''}.",
         "",
         "This copy of the workbook holds the labs, the tests you can run, the common helpers and the grader.",
-        "It has no reference solutions and no instructor material. Start with README.md and",
+        "It has no reference solution source and no instructor material (reference/, when present, holds",
+        "the references as machine code, to time your kernels against). Start with README.md and",
         "docs/getting-started.md; `make grade LAB=03` grades a lab, `make doctor` checks your machine.",
         "",
         "Your instructor may grade with more tests than this copy has (hidden tests on other inputs); they",
@@ -297,8 +235,10 @@ def release_note(commit: str, verified: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_release(root: Path, out: Path, force: bool = False) -> Release:
-    """Copy the student's part of root into out (see the module docstring). No verification."""
+def make_release(root: Path, out: Path, force: bool = False, reference_archs: Sequence[str] = (),
+                 jobs: int | None = None, step: Callable[[str], None] | None = None) -> Release:
+    """Copy the student's part of root into out (see the module docstring), with each lab's reference
+    compiled for reference_archs (none: no perf points in the copy). No verification."""
     root = root.resolve()
     out = out.resolve()
     _prepare_out(root, out, force)
@@ -316,11 +256,13 @@ def make_release(root: Path, out: Path, force: bool = False) -> Release:
             shutil.copymode(root / rel, dest)
         else:
             shutil.copy2(root / rel, dest)
-    written = write_student_docs(out, licence_section(root))
+    compiled = release_reference.build(root, out, _released_labs(root), reference_archs, jobs, step)
+    written = write_student_docs(out, licence_section(root), reference_archs if compiled else ())
     commit = _commit(root)
     (out / MARKER).write_text(release_note(commit), encoding="utf-8")
-    return Release(out, sorted(set(p.files) | set(written)), p.left_out, stripped, commit,
-                   untracked_files(root) if p.source == "git" else [])
+    return Release(out, sorted(set(p.files) | set(written) | set(compiled)), p.left_out, stripped, commit,
+                   untracked_files(root) if p.source == "git" else [], compiled=compiled,
+                   reference_archs=list(reference_archs))
 
 
 def _released_labs(out: Path) -> list[Lab]:
@@ -363,11 +305,24 @@ def example_lab(labs: list[Lab]) -> dict[str, str]:
             "LAB_FILE": f"labs/{lab.name}/{lab.student_files[0]}", "TARGET": f"{lab.target_prefix}_student"}
 
 
-def write_student_docs(out: Path, licence: str = "") -> list[str]:
+def reference_text(archs: Sequence[str]) -> str:
+    """What the student docs say of speed points: scored against the compiled references, or not at all."""
+    if archs:
+        return ("This copy holds each lab's reference compiled for " + release_reference.archs_text(archs)
+                + " (machine code in `reference/`, no source), so speed points are scored here as in your "
+                "instructor's grade, against the reference timed on your GPU. On a GPU it was not compiled "
+                "for, the report says so and leaves those points out.")
+    return ("This copy has no reference solution, so your report shows your timings next to the library's "
+            "but cannot score speed points (\"perf points cannot be scored\"). Your instructor's grade "
+            "includes them.")
+
+
+def write_student_docs(out: Path, licence: str = "", reference_archs: Sequence[str] = ()) -> list[str]:
     """Write the release's README and student guide from TEMPLATES (in place of the instructor's copies),
-    with the lab table, the examples and the licence section filled in; returns their release-relative paths."""
+    with the lab table, the examples, what speed points mean here and the licence section filled in;
+    returns their release-relative paths."""
     labs = _released_labs(out)
-    values = {**example_lab(labs), "LABS": lab_table(labs)}
+    values = {**example_lab(labs), "LABS": lab_table(labs), "REFERENCE": reference_text(reference_archs)}
     written = []
     for template, rel in WRITTEN:
         text = (TEMPLATES / template).read_text(encoding="utf-8")
@@ -404,6 +359,7 @@ def check_tree(out: Path, source_root: Path | None = None) -> list[str]:
     problems += [f"docs/{p.name} is in the release: {DOCS_WHY}" for p in sorted((out / "docs").glob("*"))
                  if f"docs/{p.name}" not in STUDENT_DOCS]
     problems += release_names.missing_references(out, EXCLUDED)
+    problems += release_reference.check_libraries(out, source_root)
     if source_root is not None:
         needle = str(source_root.resolve()).encode()
         for path in sorted(p for p in out.rglob("*") if p.is_file() and not p.is_symlink()):

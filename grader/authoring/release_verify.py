@@ -95,8 +95,9 @@ def verify(out: Path, preset: str | None = None, jobs: int | None = None, source
             if graph.is_file() and re.search(r"[/\\]solutions[/\\]", graph.read_text(errors="replace")):
                 problems.append(f"build/{preset}/{name} references solutions/: the release builds only with them")
         extra = bin_dir.glob("lab[0-9][0-9]_*") if bin_dir.is_dir() else []
+        timed = _compiled_reference_targets(tree)
         problems += [f"{b.name} was built: the release has binaries beyond the student's" for b in extra
-                     if not b.name.endswith("_student") or "_hidden_" in b.name]
+                     if (not b.name.endswith("_student") or "_hidden_" in b.name) and b.name not in timed]
     if not problems:
         step("running make grade in the copy")
         if shutil.which("make"):
@@ -113,7 +114,7 @@ def verify(out: Path, preset: str | None = None, jobs: int | None = None, source
         missing = [f for f in REPORT_FILES if not (reports / f).is_file() or (reports / f).stat().st_size == 0]
         if missing:
             problems.append("the grade did not write " + ", ".join(missing))
-        problems += _check_results(reports / "results.json")
+        problems += _check_results(reports / "results.json", _compiled_reference_targets(tree))
     ok = not problems
     if ok and not keep:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -122,8 +123,21 @@ def verify(out: Path, preset: str | None = None, jobs: int | None = None, source
                         time.monotonic() - start, None if ok and not keep else scratch)
 
 
-def _check_results(path: Path) -> list[str]:
-    """The grade of a release saw only student binaries: no solution, no hidden test."""
+def _compiled_reference_targets(tree: Path) -> set[str]:
+    """labNN_solution for each lab whose compiled reference the release ships (the tests linked with it)."""
+    from grader.build.targets import has_compiled_reference
+    from grader.model.labs import discover
+
+    try:
+        return {f"{lab.target_prefix}_solution" for lab in discover(tree) if has_compiled_reference(lab)}
+    except Exception:  # noqa: BLE001 - a tree that does not load is reported by check_tree
+        return set()
+
+
+def _check_results(path: Path, timed: set[str] | None = None) -> list[str]:
+    """The grade of a release saw only student binaries, and the compiled references' (timed): no
+    solution source, no hidden test."""
+    timed = timed or set()
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -132,7 +146,10 @@ def _check_results(path: Path) -> list[str]:
     for lab in data.get("labs", []):
         for build in lab.get("builds", []):
             target = str(build.get("target", ""))
-            if not target.endswith(("_student", "_student_object", "_student_code")) or "_hidden_" in target:
+            if target in timed:
+                if not build.get("ok"):
+                    problems.append(f"lab {lab.get('name')}: {target} (the compiled reference's tests) did not build")
+            elif not target.endswith(("_student", "_student_object", "_student_code")) or "_hidden_" in target:
                 problems.append(f"lab {lab.get('name')}: the grade built {build.get('target')}")
             elif not build.get("ok"):
                 problems.append(f"lab {lab.get('name')}: {build.get('target')} did not build")

@@ -135,7 +135,7 @@ def build_binaries(labs: list[Lab], builders: Builders, progress: Progress,
                    shown: ShowFailure = _plain) -> dict[str, BuildResult]:
     """The binaries stage: the test binaries of the graded code (the student's, or in solution mode the
     reference's), by target."""
-    targets = [bs.reference if builders.mode == "solution" else bs.target
+    targets = [(None if bs.compiled else bs.reference) if builders.mode == "solution" else bs.target
                for lab in labs for bs in binary_sets(lab)]
     targets = [t for t in targets if t]
     if not builders.build:

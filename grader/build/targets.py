@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pathlib import Path
+
 from grader.model.labs import Lab
+
+COMPILED_REFERENCE_DIR = "reference"
 
 
 @dataclass(frozen=True)
@@ -15,10 +19,24 @@ class BinarySet:
     kind: str  # "student" or "hidden"
     target: str  # labNN_student / labNN_hidden_student
     reference: str | None  # labNN_solution / labNN_hidden_solution, when the solution exists
+    # The reference is the compiled one a student release ships (reference/NN-slug/): it times, and
+    # is never graded itself (solution mode needs the source).
+    compiled: bool = False
 
 
 def has_solution(lab: Lab) -> bool:
     return all((lab.solution_dir / f).is_file() for f in lab.student_files)
+
+
+def compiled_reference(root: Path, lab: Lab) -> Path:
+    """Where a student release holds the lab's reference as a compiled library (it may not exist):
+    grader/authoring/release_reference.py writes it, cmake/CudaLab.cmake links the tests against it."""
+    return root / COMPILED_REFERENCE_DIR / lab.name / f"lib{lab.target_prefix}_solution_code.so"
+
+
+def has_compiled_reference(lab: Lab) -> bool:
+    """A compiled reference and no source: the tree is a student release."""
+    return not has_solution(lab) and compiled_reference(lab.root, lab).is_file()
 
 
 def has_hidden(lab: Lab) -> bool:
@@ -28,7 +46,9 @@ def has_hidden(lab: Lab) -> bool:
 def binary_sets(lab: Lab) -> list[BinarySet]:
     prefix = lab.target_prefix
     solution = has_solution(lab)
-    sets = [BinarySet("student", f"{prefix}_student", f"{prefix}_solution" if solution else None)]
+    compiled = has_compiled_reference(lab)
+    sets = [BinarySet("student", f"{prefix}_student", f"{prefix}_solution" if solution or compiled else None,
+                      compiled=compiled)]
     if has_hidden(lab):
         sets.append(BinarySet("hidden", f"{prefix}_hidden_student", f"{prefix}_hidden_solution" if solution else None))
     return sets
@@ -40,7 +60,7 @@ def build_targets(lab: Lab, mode: str = "student") -> list[str]:
     for bs in binary_sets(lab):
         if mode == "student":
             targets.append(bs.target)
-        if bs.reference:
+        if bs.reference and (mode == "student" or not bs.compiled):
             targets.append(bs.reference)
     return targets
 

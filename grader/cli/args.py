@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from grader import __version__
 from grader.course.batch import merge as batch_merge
+from grader.authoring.release_reference import DEFAULT_ARCHS as DEFAULT_REFERENCE_ARCHS
 from grader.cli import commands
 from grader.course import similarity
 from grader.course.slurm import jobs as slurm_commands
@@ -226,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the proof (configure, build every student binary, make grade)")
     p.add_argument("--keep-verify", dest="keep", action="store_true",
                    help="keep the scratch copy the proof built")
+    p.add_argument("--reference-archs", default=",".join(DEFAULT_REFERENCE_ARCHS), metavar="ARCHS",
+                   help="GPU architectures to ship each reference compiled for, so the copy scores perf points "
+                        "(machine code only; default %(default)s; 'none': no perf points in the copy)")
     _build_opts(p)
 
     p = verbs.add_parser("batch", help="grade a class: one folder or archive per student in DIR; reports, class "
@@ -327,7 +331,7 @@ def dispatch(args: argparse.Namespace) -> Exit:
         return slurm_commands.dispatch_slurm(root, args)
     if args.verb == "release":
         return commands.cmd_release(root, args.out, force=args.force, verify=args.verify, preset=args.preset,
-                                    jobs=args.jobs, keep=args.keep)
+                                    jobs=args.jobs, keep=args.keep, reference_archs=args.reference_archs)
     raise GraderError(f"unknown verb {args.verb}")  # pragma: no cover - argparse rejects it first
 
 

@@ -394,15 +394,24 @@ def cmd_release(
     keep: bool = False,
     stdout: TextIO | None = None,
     progress: Progress | None = None,
+    reference_archs: str = "none",
 ) -> Exit:
     """Write the student copy into out, then prove it configures, builds and grades (grader/authoring/release.py)."""
     from grader.authoring import release
+    from grader.authoring import release_reference
     from grader.authoring import release_verify
 
     stdout = stdout or sys.stdout
     progress = progress or Progress()
-    made = release.make_release(root, out, force)
+    archs = release_reference.parse_archs(reference_archs)
+    made = release.make_release(root, out, force, archs, jobs, progress.step)
     stdout.write(f"release: {len(made.files)} files copied into {made.out}\n")
+    libraries = [f for f in made.compiled if f.endswith(".so")]
+    if libraries:
+        stdout.write(f"  compiled references: {len(libraries)} lab(s) for {release_reference.archs_text(archs)} "
+                     "(machine code only, checked: no PTX, no debug information)\n")
+    else:
+        stdout.write("  no compiled references (--reference-archs none): the copy cannot score perf points\n")
     for why, paths in made.left_out.items():
         stdout.write(f"  left out {len(paths):4d} file(s): {why}\n")
     for rel in made.stripped:

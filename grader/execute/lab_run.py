@@ -9,6 +9,7 @@ goes over. It reads no context: everything it needs is an argument.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Binary:
     built: BuildResult  # its build, or a stand-in for one never attempted (block, compile error)
     reference: Path | None = None  # the reference's binary of the same tests, when there is one
     reference_built: BuildResult | None = None
+    reference_compiled: bool = False  # the reference is a student release's compiled one (no source)
     block: Block | None = None  # refused before it could run (intake, inspection)
 
 
@@ -148,6 +150,8 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
             out.seconds[f"reference {binary.reference.name}"] = round(time.monotonic() - started, 3)
             for name, perf in perfs.items():
                 perf.reference = refs.get(name)
+            if binary.reference_compiled and len(refs) < len(perfs):
+                out.messages.append(compiled_reference_note(lab, run.properties, len(perfs) - len(refs)))
         elif perfs and request.reference and binary.reference is None:
             out.messages.append("no reference solution in this tree: perf points cannot be scored")
         out.tests += run.tests
@@ -164,17 +168,33 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
     def shown(name: str) -> str:
         return hidden.progress_name(name, binary.target, conceal)
 
-    gtest_filter = None
+    filters: list[str | None] = [None]
     if not request.perf:  # correctness only: perf tests are neither run nor expected
-        gtest_filter = CORRECTNESS_FILTER
+        filters = [CORRECTNESS_FILTER]
         expected = None if expected is None else [n for n in expected if test_kind(n) != "perf"]
-    run = runs.run_binary(
-        binary.path, expected, request.timeout_s, label=binary.label, env=runner.env, gtest_filter=gtest_filter,
-        stop_at_first_failure=request.stop_at_first_failure,
-        max_consecutive_timeouts=request.max_consecutive_timeouts,
-        on_rerun=lambda name: progress.step(f"re-running {shown(name)} alone"),
-        policy=runner.policy, on_fault=runner.fault_check(shown), small=request.small,
-    )
+    elif expected is not None and any(test_kind(n) == "perf" for n in expected) \
+            and any(test_kind(n) != "perf" for n in expected):
+        # The perf tests in a process of their own, as the reference's are timed (reference_timings):
+        # what the correctness tests leave behind (the device runtime's launch pools, allocator
+        # caches, a warm or cold L2) then weighs on neither side, and the two times compare.
+        filters = [CORRECTNESS_FILTER, PERF_FILTER]
+    passes = []
+    for gtest_filter in filters:
+        stop = runner.stopped() if passes else None
+        if stop is not None:
+            wanted = [n for n in expected or [] if runs.filter_matches(n, gtest_filter)]
+            passes.append(runs.BinaryRun(tests=Block(stop.category, stop.message, stop.test_message,
+                                                     binary.label, binary.target).tests(wanted),
+                                         properties={}, notes=[stop.message]))
+            continue
+        passes.append(runs.run_binary(
+            binary.path, expected, request.timeout_s, label=binary.label, env=runner.env, gtest_filter=gtest_filter,
+            stop_at_first_failure=request.stop_at_first_failure,
+            max_consecutive_timeouts=request.max_consecutive_timeouts,
+            on_rerun=lambda name: progress.step(f"re-running {shown(name)} alone"),
+            policy=runner.policy, on_fault=runner.fault_check(shown), small=request.small,
+        ))
+    run = runs.merged(passes)
     faults = (Category.CRASH, Category.TIMEOUT, Category.CUDA_ERROR, Category.HARNESS)
     if any(t.category in faults and t.status is not Status.PASSED for t in run.tests):
         runner.check_health(binary.target)
@@ -184,6 +204,26 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
             f"{counts[Status.SKIPPED]} skipped, {counts[Status.NOT_RUN]} not run")
     (progress.fail if counts[Status.FAILED] or counts[Status.NOT_RUN] else progress.ok)(line)
     return run
+
+
+def compiled_reference_note(lab: Lab, properties: dict[str, str], missing: int) -> str:
+    """Why a release's compiled reference timed fewer perf tests than the student's binary ran: most
+    often a GPU it was not compiled for."""
+    from grader.build.targets import COMPILED_REFERENCE_DIR
+
+    try:
+        archs = [int(a) for a in json.loads((lab.root / COMPILED_REFERENCE_DIR / "MANIFEST.json")
+                                            .read_text(encoding="utf-8")).get("archs", [])]
+    except (OSError, ValueError, TypeError):
+        archs = []
+    cc = properties.get("gpu_compute_capability", "")
+    arch = int(cc.replace(".", "")) if cc.replace(".", "").isdigit() else None
+    head = (f"the compiled reference in {COMPILED_REFERENCE_DIR}/{lab.name}/ timed {missing} perf test(s) fewer than "
+            "your binary ran, so those perf points cannot be scored")
+    if arch is not None and archs and arch not in archs:
+        return (f"{head}: it holds machine code for {', '.join(f'sm_{a}' for a in archs)}, and this GPU is "
+                f"sm_{arch}. Ask your instructor for a release made with --reference-archs {arch}.")
+    return f"{head}: its perf tests failed on this GPU (run bin/{lab.target_prefix}_solution to see why)."
 
 
 def reference_timings(reference: Path, expected: list[str] | None, runner: Runner, request: RunRequest,

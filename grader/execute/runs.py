@@ -221,6 +221,20 @@ class BinaryRun:
     confinement: dict | None = None  # the supervisor's status line of the main run
 
 
+def merged(passes: list[BinaryRun]) -> BinaryRun:
+    """One binary's runs under several filters (its correctness tests, then its perf tests) as one run."""
+    if len(passes) == 1:
+        return passes[0]
+    return BinaryRun(
+        tests=[t for p in passes for t in p.tests],
+        properties=next((p.properties for p in passes if p.properties), {}),
+        reran=[n for p in passes for n in p.reran],
+        notes=[n for p in passes for n in p.notes],
+        output="\n".join(p.output for p in passes if p.output),
+        confinement=next((p.confinement for p in passes if p.confinement), None),
+    )
+
+
 def not_run_test(name: str, label: str, category: Category, message: str) -> TestResult:
     return TestResult(
         name=name,

@@ -102,8 +102,10 @@ def _binaries(prepared: PreparedLab, builders: Builders, block: Block | None, fa
     lab = prepared.lab
     for bs in binary_sets(lab):
         if builders.mode == "solution":
-            if bs.reference is None:
-                prepared.notes.append(f"no reference solution in {lab.solution_dir}: nothing to grade in solution mode")
+            if bs.reference is None or bs.compiled:
+                prepared.notes.append(f"no reference solution in {lab.solution_dir}: nothing to grade in solution mode"
+                                      + (" (this copy holds the reference compiled, to time it, not its source)"
+                                         if bs.compiled else ""))
                 continue
             target, reference, label = bs.reference, None, "hidden" if bs.kind == "hidden" else "solution"
         else:
@@ -123,4 +125,4 @@ def _binaries(prepared: PreparedLab, builders: Builders, block: Block | None, fa
         prepared.binaries.append(Binary(
             kind=bs.kind, label=label, target=target, path=where / target, built=built,
             reference=Path(builders.main.bin_dir) / reference if reference else None,
-            reference_built=ref_built, block=block))
+            reference_built=ref_built, reference_compiled=bs.compiled, block=block))

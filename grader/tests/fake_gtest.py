@@ -8,8 +8,9 @@ GoogleTest's shape at the end of the run (as gtest does: a crash or a hang leave
               "cuda_error" | "sticky" | "exit0" | "exit3" | "spam", ...}],
    "corrupt_output": false,              # write a truncated JSON file instead
    "list_fails": false,                  # --gtest_list_tests exits 1
-   "echo": true}                         # echo the run's nonce, small mode and sanitizer in the report,
+   "echo": true,                         # echo the run's nonce, small mode and sanitizer in the report,
                                          # as the harness does (false: a report that does not)
+   "log": "PATH"}                        # append each run's --gtest_filter to PATH, a line per process
 
 Per test: "message" (fail), "reason" (skip), "error" (cuda_error / sticky: the cudaError name),
 "properties" (recorded properties, e.g. perf_* for perf tests). "sticky": the test fails with a CUDA
@@ -58,6 +59,9 @@ def main() -> int:
         open(spec["touch"], "a").close()
     out = next((a.split("=", 1)[1] for a in args if a.startswith("--gtest_output=")), None)
     flt = next((a.split("=", 1)[1] for a in args if a.startswith("--gtest_filter=")), None)
+    if spec.get("log"):  # each run's filter, one line per process (listing is not a run)
+        with open(spec["log"], "a") as log:
+            log.write(f"{flt or '(all)'}\n")
     sticky = None
     suites: dict[str, list[dict]] = {}
     failed = False

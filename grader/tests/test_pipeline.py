@@ -197,3 +197,72 @@ def test_correctness_only_runs_no_perf_test(lab_root: Path, builder: FakeBuilder
     assert sum(t.perf_earned for t in lab.tasks) == 0
     assert lab.score == pytest.approx(80.0)  # every correctness point, no perf point
     assert any("correctness only" in n for n in results.run.notes)
+
+
+# --- a student release: the reference shipped compiled (grader/authoring/release_reference.py) -------------
+
+
+def _release_lab(root: Path, archs: list[int]) -> None:
+    """A lab as a student release holds it: no solutions/, the reference as reference/01-add/*.so."""
+    import json
+
+    write_lab(root, solution=None)
+    lib = root / "reference" / "01-add" / "liblab01_solution_code.so"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"\x7fELF")  # never opened here: the fake binaries stand in for the linked tests
+    (root / "reference" / "MANIFEST.json").write_text(json.dumps({"archs": archs, "libraries": {}}))
+
+
+def test_a_release_times_its_compiled_reference(tmp_path: Path) -> None:
+    """Issue 28: a student copy scores perf points as the instructor's tree does, with no solution source."""
+    _release_lab(tmp_path, [80, 90])
+    builder = FakeBuilder(tmp_path / "bin", {"lab01_student": spec(add_tests(impl_ms=1.0 / 0.7)),
+                                             "lab01_solution": solution_spec(1.0)})
+    bs = binary_sets(discover(tmp_path)[0])[0]
+    assert bs.reference == "lab01_solution" and bs.compiled
+    lab = run(tmp_path, builder).labs[0]
+    assert builder.built == ["lab01_student", "lab01_solution"]
+    perf = next(t for t in lab.tests if t.kind == "perf").perf
+    assert perf.reference is not None and perf.reference.median_ms == 1.0
+    assert perf.ratio_to_reference == pytest.approx(0.7) and perf.earned == pytest.approx(10.0)
+    assert lab.score == pytest.approx(90.0)
+    assert not any("reference" in m for m in lab.messages)
+
+
+def test_a_release_does_not_grade_its_compiled_reference_in_solution_mode(tmp_path: Path) -> None:
+    _release_lab(tmp_path, [90])
+    builder = FakeBuilder(tmp_path / "bin", {"lab01_solution": solution_spec(1.0)})
+    results = run(tmp_path, builder, mode="solution")
+    assert builder.built == [] and results.labs[0].tests == []
+    assert any("holds the reference compiled" in m for m in results.labs[0].messages)
+
+
+def test_a_compiled_reference_for_another_gpu_says_which(tmp_path: Path) -> None:
+    """The reference was compiled for sm_80 only and this GPU (the fake binaries' 9.0) has no code in it:
+    its perf test fails, and the student reads why and what to ask for."""
+    _release_lab(tmp_path, [80])
+    failing = add_tests()
+    failing[-1] = {"name": "AddPerf.Fast/16777216", "do": "fail",
+                   "message": "CUDA error: no kernel image is available for execution on the device"}
+    builder = FakeBuilder(tmp_path / "bin", {"lab01_student": spec(add_tests()), "lab01_solution": spec(failing)})
+    lab = run(tmp_path, builder).labs[0]
+    perf = next(t for t in lab.tests if t.kind == "perf").perf
+    assert perf.reference is None and perf.earned == 0
+    note = next(m for m in lab.messages if "compiled reference" in m)
+    assert "machine code for sm_80, and this GPU is sm_90" in note and "--reference-archs 90" in note
+
+
+def test_perf_tests_run_in_a_process_of_their_own(lab_root: Path, builder: FakeBuilder, tmp_path: Path) -> None:
+    """The student's perf tests are timed in a fresh process, as the reference's are (issue 28: lab 11's
+    quicksort ran 0.69x the reference after the correctness tests had used the device runtime)."""
+    log = tmp_path / "runs.log"
+    builder.specs["lab01_student"] = spec(add_tests(impl_ms=1.0), log=str(log))
+    lab = run(lab_root, builder).labs[0]
+    assert log.read_text().splitlines() == ["-*Perf.*", "*Perf.*"]
+    assert [t.name for t in lab.tests] == [t["name"] for t in add_tests()]  # one run's order, as listed
+    perf = next(t for t in lab.tests if t.kind == "perf")
+    assert perf.status is Status.PASSED and perf.perf.ratio_to_reference == pytest.approx(1.0)
+    # Correctness only (the mutation gate): one process, no perf test.
+    log.unlink()
+    run(lab_root, builder, perf=False)
+    assert log.read_text().splitlines() == ["-*Perf.*"]

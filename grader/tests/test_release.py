@@ -392,19 +392,19 @@ def test_cli_release_no_verify(tmp_path: Path, capsys) -> None:
     repo = fake_repo(tmp_path / "repo", git=False)
     (repo / "docs/timing.md").write_text("# timing\nAsk for [the guide](instructors.md).\n")
     out = tmp_path / "out"
-    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify"]) == 0
+    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify", "--reference-archs", "none"]) == 0
     text = capsys.readouterr().out
     assert "left out" in text and "hidden tasks and [hidden] removed (100 points in this copy)" in text
     assert "warning: docs/timing.md:2 names docs/instructors.md" in text and "not verified" in text
-    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify"]) == Exit.USAGE
-    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify", "--force"]) == 0
+    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify", "--reference-archs", "none"]) == Exit.USAGE
+    assert cli.main(["--root", str(repo), "release", "--out", str(out), "--no-verify", "--force", "--reference-archs", "none"]) == 0
 
 
 def test_cli_release_reports_a_failed_verification(tmp_path: Path, monkeypatch, capsys) -> None:
     repo = fake_repo(tmp_path / "repo", git=False)
     _, run = _fake_commands(grade_code=3)
     monkeypatch.setattr(release_verify, "_run_logged", run)
-    assert cli.main(["--root", str(repo), "release", "--out", str(tmp_path / "out"), "--preset", "ci"]) == Exit.BUILD
+    assert cli.main(["--root", str(repo), "release", "--out", str(tmp_path / "out"), "--preset", "ci", "--reference-archs", "none"]) == Exit.BUILD
     text = capsys.readouterr().out
     assert "release verification FAILED" in text and "the grade exited 3" in text
     scratch = next(line.split()[-1] for line in text.splitlines() if "verification copy is kept" in line)
