@@ -1,7 +1,7 @@
 """A lab's failures grouped by failure mode, for the console and the HTML report: one entry per mode
 (the same test at other sizes failing the same way is one mode), sanitizer findings first since they
-name a kernel and a source line, then each mode by its smallest failing input, with "also fails at"
-collapsed. Each entry's line says what is wrong ("first wrong at [4096]: expected 16221, got 16719"),
+name a kernel and a source line, then the modes whose message says where the output is wrong, then the
+rest; each mode shown by its smallest failing input, with "also fails at" collapsed. Each entry's line says what is wrong ("first wrong at [4096]: expected 16221, got 16719"),
 not the gtest expression that found it.
 """
 
@@ -37,8 +37,21 @@ def _mode(t: TestResult) -> tuple[str, str]:
     """What makes two failures one mode: the same test at another size, failing in the same category.
     (The pattern of one size cannot tell: a tile bug is "the last element" at n = tile + 1 and "all but
     the first tile" at 2^24; the smallest size is the one to fix first either way.)"""
-    family = t.name.rpartition("/")[0] if mismatch.size_of(t.name) is not None else t.name
+    family = t.name.rpartition("/")[0] if "/" in t.name else t.name  # Tiled/m17_n33_k65 too, not only sizes
     return family, t.category.value if t.category else ""
+
+
+def _size(t: TestResult) -> float:
+    """How big the failing input was: the size in the test's name, else the elements its mismatch counted."""
+    n = mismatch.size_of(t.name)
+    if n is None and (found := mismatch.read(t.message)) is not None:
+        n = found.total
+    return float("inf") if n is None else n
+
+
+def _also(t: TestResult) -> str:
+    n = mismatch.size_of(t.name)
+    return f"{n:,}" if n is not None else t.name.rpartition("/")[2] or t.name
 
 
 def group_failures(lab: LabResult) -> list[FailureGroup]:
@@ -48,10 +61,11 @@ def group_failures(lab: LabResult) -> list[FailureGroup]:
         groups.setdefault(_mode(t), []).append(t)
     out = []
     for tests in groups.values():
-        tests.sort(key=lambda t: (mismatch.size_of(t.name) is None, mismatch.size_of(t.name) or 0, t.name))
-        first, rest = tests[0], tests[1:]
-        also = [f"{mismatch.size_of(t.name):,}" if mismatch.size_of(t.name) is not None else t.name for t in rest]
-        out.append(FailureGroup(first, also))
+        tests.sort(key=lambda t: (_size(t), t.name))
+        out.append(FailureGroup(tests[0], [_also(t) for t in tests[1:]]))
     order = {id(t): i for i, t in enumerate(failing)}
-    out.sort(key=lambda g: (g.test.category is not Category.SANITIZER, order[id(g.test)]))
+    # Sanitizer findings first (they name a line), then the failures that say where the output is wrong
+    # (a mismatch read), then the rest (an expression, a huge input's single check), each in test order.
+    out.sort(key=lambda g: (g.test.category is not Category.SANITIZER, mismatch.read(g.test.message) is None,
+                            order[id(g.test)]))
     return out

@@ -123,6 +123,10 @@ def _sentence(parts: list[str]) -> str:
     return (text[:1].upper() + text[1:] + ".") if text else ""
 
 
+def _family(name: str) -> str:
+    return name.rpartition("/")[0] if "/" in name else name
+
+
 def _size_patterns(lab: LabResult, geometry: Mapping[str, int] | None) -> dict[str, mismatch.Pattern]:
     """Per test family ("ScanCorrectness.Random"), the pattern of which of its sizes fail."""
     outcomes: dict[str, list[tuple[int, bool]]] = {}
@@ -144,11 +148,19 @@ def annotate(lab: LabResult, hints: tuple[Hint, ...] | None = None, geometry: Ma
     for a wrong answer, what its mismatch looks like in the lab's geometry (and which sizes fail), then
     the advice that fits."""
     by_family = _size_patterns(lab, geometry)
+    failing_families: dict[str, set[str]] = {}
+    for t in lab.tests:
+        if t.status is Status.FAILED and t.task and t.kind != "perf":
+            failing_families.setdefault(t.task, set()).add(_family(t.name))
     for test in lab.tests:
         if test.status is Status.PASSED or test.category is None or test.hint:
             continue
         sizes = by_family.get(test.name.rpartition("/")[0]) if test.status is Status.FAILED else None
         extra = {f"sizes:{sizes.id}"} if sizes is not None else set()
+        if test.status is Status.FAILED and test.task:
+            # Alone: the only test of its task that fails (at whatever sizes). A check that only a huge
+            # input can make (2^32 items) points at 32-bit indices only when nothing smaller fails.
+            extra.add("task:alone" if failing_families.get(test.task) == {_family(test.name)} else "task:with-others")
         advice = hint_for(test.category, test.message, hints, geometry, extra, test.name, test.task)
         said: list[str] = []
         if test.category is Category.WRONG_ANSWER:

@@ -421,12 +421,22 @@ def test_07_reused_scratch_comes_before_the_look_back_pattern() -> None:
 
 
 def test_07_decoupled_scratch_and_64_bit_hints() -> None:
-    graded = _grade("07-scan", [("ScanDecoupledCorrectness.Exclusive/1048583", [_scratch_overrun(1048583, 520, 8)]),
-                                ("ScanHugeCorrectness.Decoupled", [_huge("exclusive", 4294967296, 12345)])])
-    scratch = graded["ScanDecoupledCorrectness.Exclusive/1048583"].hint
-    assert "scan_decoupled_temp_bytes(n) reserved" in scratch and "scan_any" not in scratch
-    huge = graded["ScanHugeCorrectness.Decoupled"].hint
-    assert "Convert the tile number to std::size_t before you multiply" in huge and "blockIdx.x" not in huge
+    scratch = _grade("07-scan", [("ScanDecoupledCorrectness.Exclusive/1048583", [_scratch_overrun(1048583, 520, 8)])])
+    assert "scan_decoupled_temp_bytes(n) reserved" in scratch["ScanDecoupledCorrectness.Exclusive/1048583"].hint
+    assert "scan_any" not in scratch["ScanDecoupledCorrectness.Exclusive/1048583"].hint
+    huge = _grade("07-scan", [("ScanHugeCorrectness.Decoupled", [_huge("exclusive", 4294967296, 12345)])])
+    hint = huge["ScanHugeCorrectness.Decoupled"].hint
+    assert "Convert the tile number to std::size_t before you multiply" in hint and "blockIdx.x" not in hint
+
+
+def test_07_a_huge_failure_beside_smaller_ones_is_no_32_bit_lead() -> None:
+    """A GPU run of anyn-inclusive-tile-offsets (issue 25): the tile offsets are wrong from n = 4097 on, and the
+    2^32 test fails for the same reason; its hint said to widen blockIdx.x, a wrong lead."""
+    tile = _wrong(4097, 4096, [(4096, "16312", "16313")])
+    graded = _grade("07-scan", [("ScanCorrectness.Inclusive/4097", [_value_of(SCAN_AT, SCAN_EXPR, tile)]),
+                                ("ScanHugeCorrectness.Propagate", [_huge("inclusive", 4096, 4294975545)])])
+    hint = graded["ScanHugeCorrectness.Propagate"].hint
+    assert "Smaller tests of this task fail too: fix those first" in hint and "blockIdx.x" not in hint
 
 
 def test_07_decoupled_race_after_the_look_back() -> None:

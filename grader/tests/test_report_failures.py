@@ -85,3 +85,29 @@ def test_a_labs_warnings_reach_the_console() -> None:
     out = io.StringIO()
     render_console(_results(lab), out)
     assert "07  ! coop_blocks(int, unsigned long): is not `static`" in out.getvalue()
+
+
+def test_a_check_without_a_mismatch_comes_after_those_that_say_where() -> None:
+    """A GPU run of lab 07's tile-offset bug listed the 2^32 test first: its message is a bare expression,
+    and it fails for the same reason as the small sizes, which say where the output is wrong."""
+    lab = _lab()
+    huge = next(t for t in lab.tests if t.name == "ScanHugeCorrectness.Propagate")
+    lab.tests.remove(huge)
+    lab.tests.insert(0, huge)
+    assert [g.test.name for g in group_failures(lab)] == ["sanitizer.racecheck", "ScanCorrectness.Exclusive/4097",
+                                                          "ScanHugeCorrectness.Propagate"]
+
+
+def test_shapes_of_one_test_are_one_mode_smallest_output_first() -> None:
+    """Lab 05's tests are parameterized by shape (m17_n33_k65): one entry, not one per shape."""
+    lab = LabResult(number=5, name="05-tiled-matmul", title="Matmul", max_score=100)
+    shapes = {"m100_n75_k300": 7500, "m17_n33_k65": 561, "m1_n300_k70": 300}
+    for shape, n in shapes.items():
+        msg = (f"Value of: x\n  Actual: false ({n} of {n} elements differ (seed 1, tolerance); mismatches span "
+               f"indices 0..{n - 1}\n  [row 0, col 0] expected 35.9, actual 40.2\n)\nExpected: true")
+        lab.tests.append(TResult(f"MatmulCorrectness.Tiled/{shape}", Status.FAILED, task="matmul-tiled",
+                                 category=Category.WRONG_ANSWER, message=msg))
+    groups = group_failures(lab)
+    assert len(groups) == 1
+    assert groups[0].test.name == "MatmulCorrectness.Tiled/m1_n300_k70"  # 300 elements: the smallest output
+    assert groups[0].also == ["m17_n33_k65", "m100_n75_k300"]
