@@ -8,7 +8,7 @@ PRESET ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo default || echo ci)
 PY = $(shell cat build/.python 2>/dev/null || echo $(PYTHON))
 GRADER = $(PY) -m grader
 
-.PHONY: help python-env doctor build grade demo check skeleton mutants test test-labs test-python slurm-check clean
+.PHONY: help python-env doctor build grade profile demo check skeleton mutants test test-labs test-python slurm-check clean
 
 help: ## this list
 	@echo "make VERB [LAB=06] [PRESET=default|ci|debug] [OUT=reports]"
@@ -25,6 +25,9 @@ build: python-env ## build every lab (student and reference binaries)
 
 grade: python-env ## build, test, score and report your labs (all, or LAB=06) into reports/ (OUT=DIR)
 	$(GRADER) grade $(LAB) --preset $(PRESET) --out $(OUT)
+
+profile: python-env ## grade, then profile the timed kernels with Nsight Compute (LAB=05): report in reports/
+	$(GRADER) grade $(LAB) --preset $(PRESET) --out $(OUT) --profile
 
 # A student release has no solutions/: say so rather than grade nothing.
 demo: python-env ## grade the reference solutions (the all-green report) into reports/demo/

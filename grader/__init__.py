@@ -18,6 +18,7 @@ LAYERS = (
     "intake",     # a submission: opened (folder, archive, bare files) and staged
     "inspect",    # what the student's file includes and compiles to; techniques (reads, builds nothing)
     "execute",    # test binaries run confined, GoogleTest's reports, compute-sanitizer, GPU health
+    "profile",    # Nsight Compute on the timed kernels (grade --profile): metrics, advice; never a grade
     "score",      # the rubric, perf points, penalties, hints
     "grade",      # the stages of one grade, in order
     "report",     # console, HTML, JSON, JUnit, LMS exports

@@ -45,6 +45,9 @@ def _run_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-build", dest="build", action="store_false", help="use the binaries already built")
     p.add_argument("--timeout", type=float, dest="timeout_s", help="seconds per test binary run (default: lab.toml)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--profile", action="store_true",
+                   help="after the grade, profile the scored perf tests' kernels with Nsight Compute (ncu): "
+                        "yours, the reference's and the library's side by side in the report")
     p.add_argument("--submission", type=Path, metavar="PATH",
                    help="grade a submission: a directory (a student's repository), a .zip or .tar.gz, or the student "
                         "file(s) alone; only the student files of PATH/labs/NN-slug/ are staged and built apart")
@@ -302,9 +305,11 @@ def dispatch(args: argparse.Namespace) -> Exit:
                       small=args.small, confine=args.confine, host_memory_mib=args.host_memory_mib,
                       compile_timeout_s=args.compile_timeout_s)
         if args.verb == "test":
+            if args.profile:
+                raise GraderError("--profile belongs to grade (the profile goes into its report)", Exit.USAGE)
             return commands.cmd_test(root, args.labs, **common)
         return commands.cmd_grade(root, args.labs, out_dir=args.out, reveal_hidden=args.reveal_hidden,
-                                  **common)
+                                  profile=args.profile, **common)
     if args.verb == "skeleton":
         return commands.cmd_skeleton(root, args.labs, write=args.write)
     if args.verb == "check":

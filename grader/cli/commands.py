@@ -145,6 +145,7 @@ def _run(
     confine: bool = True,
     host_memory_mib: float | None = None,
     compile_timeout_s: float | None = None,
+    profile: bool = False,
 ) -> Results:
     labs = load_labs(root, selectors)
     if submission is not None and solution:
@@ -156,7 +157,7 @@ def _run(
     builder = make_builder(root, preset, jobs)
     options = RunOptions(mode="solution" if solution else "student", build=build, reference=reference, timeout_s=timeout_s,
                          max_seconds=max_seconds, sanitizer_tools=sanitizer_tools, sandbox="auto" if sandbox else "off",
-                         small=small, confine=confine, host_memory_mib=host_memory_mib)
+                         small=small, confine=confine, host_memory_mib=host_memory_mib, profile=profile)
     if compile_timeout_s:
         options.compile_timeout_s = compile_timeout_s
     if submission is None:
@@ -232,12 +233,13 @@ def cmd_grade(
     confine: bool = True,
     host_memory_mib: float | None = None,
     compile_timeout_s: float | None = None,
+    profile: bool = False,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=True,
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
                    sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
-                   host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s)
+                   host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s, profile=profile)
     publish(results, out_dir or root / "reports", stdout, reveal_hidden=reveal_hidden, root=root)
     return exit_code(results)
 

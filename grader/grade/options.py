@@ -47,6 +47,7 @@ class RunOptions:
     health: bool | None = None  # GPU health probe after faults (None: with a real CMake build and a GPU)
     verify_results: bool = True  # believe only reports written by the harness for the run that asked
     limits: process.Limits | None = None  # None: process.Limits() with an NPROC margin
+    profile: bool = False  # after the grade, the scored perf tests under Nsight Compute (grader/profile/)
     compile_timeout_s: float = COMPILE_TIMEOUT_S
     compile_memory_mib: float = COMPILE_MEMORY_MIB
 

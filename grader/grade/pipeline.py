@@ -27,8 +27,10 @@ from grader.model import hidden
 from grader.model.block import Block
 from grader.model.errors import Exit
 from grader.model.labs import Lab
+from grader.model.profile import LabProfile
 from grader.model.progress import Progress
 from grader.model.results import Category, LabResult, Results, RunInfo, Status
+from grader.profile.stage import profile_lab
 from grader.score import scoring
 
 
@@ -120,7 +122,22 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
     started = time.monotonic()
     scored = scoring.score(lab, result, techniques=techniques, gpu=grade.info.gpu, label=label, progress=progress)
     scored.seconds["score"] = round(time.monotonic() - started, 3)
+    if options.profile:  # after the score: a profile never changes it
+        started = time.monotonic()
+        scored.profile = _profile(grade, lab, prepared, scored, options, progress)
+        scored.seconds["profile"] = round(time.monotonic() - started, 3)
     return scored
+
+
+def _profile(grade: Grade, lab: Lab, prepared: PreparedLab, result: LabResult, options: RunOptions,
+             progress: Progress) -> LabProfile:
+    """The profile stage's inputs from the run: the graded binary and its reference counterpart."""
+    graded = next((b for b in prepared.binaries if b.kind == "student" and b.built.ok and b.block is None), None)
+    reference = graded.reference if graded is not None and graded.reference_built is not None \
+        and graded.reference_built.ok and options.mode != "solution" else None
+    progress.step(f"profiling the timed kernels of {lab.name} (Nsight Compute)")
+    return profile_lab(lab, result.tests, graded.path if graded is not None else None, reference, grade.runner,
+                       gpu_available=grade.gpu.available, timeout_s=options.timeout_s)
 
 
 def _take_gpu_facts(grade: Grade, properties: list[dict[str, str]]) -> None:

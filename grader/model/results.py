@@ -9,6 +9,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from grader.model.profile import LabProfile
+
 SCHEMA_VERSION = 2
 # Versions this grader reads. 2 added LabResult.late (the late policy of a course file, grader/course/policy.py);
 # a version 1 file is a version 2 file without it.
@@ -199,6 +201,7 @@ class LabResult:
     # Wall seconds per stage, for bench/grading_time.py: "prepare", "run <target>", "reference <target>",
     # "sanitizer.<tool>", "score". Timings, like a test's duration_s: never part of a grade.
     seconds: dict[str, float] = field(default_factory=dict)
+    profile: LabProfile | None = None  # grade --profile: Nsight Compute's view of the timed kernels
 
     @property
     def passed(self) -> int:
@@ -253,6 +256,8 @@ class Results:
         for lab in data["labs"]:
             if lab.get("late") is None:
                 lab.pop("late", None)  # a run without a course file reads as it did in schema 1
+            if lab.get("profile") is None:
+                lab.pop("profile", None)  # a grade without --profile reads as it did before
         return data
 
     def save(self, path: Path) -> None:
@@ -325,4 +330,5 @@ def _lab_from_dict(d: dict[str, Any]) -> LabResult:
     d["tests"] = [_test_from_dict(t) for t in d.get("tests", [])]
     d["tasks"] = [TaskScore(**t) for t in d.get("tasks", [])]
     d["late"] = LateRecord(**d["late"]) if d.get("late") else None
+    d["profile"] = LabProfile.from_dict(d["profile"]) if d.get("profile") else None
     return LabResult(**d)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from grader.model.hidden import counts, total_tests
+from grader.report.profile_text import profile_lines
 from grader.report._format import (
     category_label,
     clean_text,
@@ -137,6 +138,7 @@ def _summary(results: Results) -> _Summary:
             if perf.points:
                 bits.append(f"{fmt_points(perf.earned)}/{fmt_points(perf.points)} pts")
             s.perf.append(_Line(f"  {lab.number:02d}  {clean_text(t.name)}: " + " · ".join(bits)))
+        s.perf += [_Line(text) for text in profile_lines(lab)]
 
     for lab in results.labs:
         nn = f"  {lab.number:02d}  "

@@ -13,6 +13,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from grader.model.hidden import counts
+from grader.report.profile_view import profile_view
 from grader.report import svg
 from grader.report._format import (
     STATUS_LABEL,
@@ -204,6 +205,7 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
         ],
         "progressions": _progressions(lab, mode),
         "perf_cards": [_perf_card(t, anchor, mode) for t in perf_tests],
+        "profile": profile_view(lab.profile),
     }
 
 

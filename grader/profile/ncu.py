@@ -1,0 +1,103 @@
+"""Nsight Compute (ncu), as the profile stage uses it: where it is, the command line, and its raw CSV page
+read into one dict per profiled kernel. The numbers are ncu's own; nothing here counts anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+# The sections whose metrics grader/profile/metrics.py reads (`ncu --list-sections` names them); fewer
+# than --set full, so each kernel replays fewer times.
+SECTIONS = ("LaunchStats", "Occupancy", "SpeedOfLight", "SpeedOfLight_RooflineChart", "ComputeWorkloadAnalysis",
+            "MemoryWorkloadAnalysis_Tables", "WarpStateStats")
+# What ncu prints when the driver keeps the GPU's counters to administrators.
+NO_PERMISSION = re.compile(r"ERR_NVGPUCTRPERM|does not have permission to access NVIDIA GPU Performance Counters")
+PERMISSION_HELP = (
+    "Nsight Compute may not read this GPU's performance counters (ERR_NVGPUCTRPERM): the driver keeps them to "
+    "administrators. An administrator can allow them for every user with the driver option "
+    "NVreg_RestrictProfilingToAdminUsers=0 (a file in /etc/modprobe.d/, then reload the driver or reboot); "
+    "see https://developer.nvidia.com/ERR_NVGPUCTRPERM. The grade itself is not affected.")
+NOT_FOUND_HELP = (
+    "Nsight Compute (ncu) was not found: it ships with the CUDA toolkit (bin/ncu) and as its own package "
+    "(nsight-compute). Put it on the PATH or set CUDALAB_NCU=/path/to/ncu. The grade itself is not affected.")
+
+
+def find_ncu(environ: dict[str, str] | None = None) -> str | None:
+    """CUDALAB_NCU, else ncu on the PATH, else beside nvcc, else the toolkit's usual places."""
+    environ = dict(os.environ if environ is None else environ)
+    if environ.get("CUDALAB_NCU"):
+        return environ["CUDALAB_NCU"] if Path(environ["CUDALAB_NCU"]).is_file() else None
+    found = shutil.which("ncu", path=environ.get("PATH"))
+    if found:
+        return found
+    places = [Path(environ[v]) / "bin" / "ncu" for v in ("CUDA_HOME", "CUDA_PATH") if environ.get(v)]
+    nvcc = shutil.which("nvcc", path=environ.get("PATH"))
+    if nvcc:
+        places.append(Path(nvcc).resolve().parent / "ncu")
+    places.append(Path("/usr/local/cuda/bin/ncu"))
+    return next((str(p) for p in places if p.is_file()), None)
+
+
+def version(ncu: str) -> str:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return next((ln.strip() for ln in out.splitlines() if ln.strip().startswith("Version")), "")
+
+
+def glob_regex(globs: Sequence[str]) -> str:
+    """Kernel globs (lab.toml's task kernels) as one ncu regex: matched anywhere in the demangled name."""
+    parts = [re.escape(g).replace(r"\*", ".*").replace(r"\?", ".") for g in globs if g.strip("*?")]
+    return "|".join(parts)
+
+
+def argv(ncu: str, log_file: str, kernel_regex: str, count: int = 1) -> list[str]:
+    """ncu in front of a test binary: the first `count` launches whose demangled name matches, the lab's
+    sections, the raw page as CSV into log_file. Clocks stay locked to base (ncu's default), so times are
+    slower than the perf tests' and compare only with each other."""
+    out = [ncu, "--csv", "--page", "raw", "--log-file", log_file, "--kernel-name-base", "demangled",
+           "--kernel-name", f"regex:{kernel_regex}", "--launch-count", str(count)]
+    for section in SECTIONS:
+        out += ["--section", section]
+    return out
+
+
+def number(text: str) -> float | None:
+    """An ncu value ("1,027,200", "73.59", "n/a") as a float."""
+    text = text.strip().replace(",", "")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_raw(text: str) -> list[dict[str, str]]:
+    """The raw page's kernels: one dict per row after the header ("ID", ...) and the units row. Lines
+    before the header (the program's own output, ==PROF== notes) are skipped."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
+    if start is None:
+        return []
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    if len(rows) < 2:
+        return []
+    header = rows[0]
+    return [dict(zip(header, r, strict=False)) for r in rows[2:] if len(r) == len(header)]
+
+
+def problem(text: str) -> str | None:
+    """Why ncu profiled nothing, in the student's words, from what it printed (None: nothing known)."""
+    if NO_PERMISSION.search(text):
+        return PERMISSION_HELP
+    if "No kernels were profiled" in text:
+        return "Nsight Compute saw no launch of the kernel it was asked for (did the test run and call it?)"
+    m = re.search(r"==ERROR== (.+)", text)
+    return f"Nsight Compute failed: {m.group(1).strip()}" if m else None

@@ -1,0 +1,102 @@
+"""The profile stage (grade --profile, make profile LAB=NN): after a lab's grade, each scored perf test
+runs once more under Nsight Compute, confined like every run of the student's code, one launch per
+timed kernel: the student's (the task's kernels, lab.toml), the reference's where the tree has one, and
+the library's. It never changes a grade; without ncu or without access to the GPU's counters it says
+what is missing and how to get it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from grader.execute import runs
+from grader.execute.runner import Runner
+from grader.isolate import process
+from grader.model.labs import Lab
+from grader.model.profile import KernelProfile, LabProfile
+from grader.model.results import Status, TestResult
+from grader.profile import advice, metrics, ncu
+
+MAX_TESTS = 4  # perf tests profiled per lab: each costs three short replayed runs
+# The library variants' kernels, by the name the perf tests give the baseline (bench.cuh's suite.baseline).
+LIBRARY_KERNELS = {
+    "cublas": r"gemm|xmma|cutlass",
+    "cub": r"cub::|DeviceReduce|DeviceScan|DeviceHistogram|DeviceRadix|DeviceSegmented",
+    "thrust": r"thrust::|cub::",
+    "thrust_merge": r"thrust::|cub::|Merge",
+    "thrust_sort": r"thrust::|cub::|Sort",
+}
+
+
+def _chosen(lab: Lab, tests: list[TestResult]) -> list[TestResult]:
+    """The perf tests worth a profile: those with points that ran and timed the student's code."""
+    timed = [t for t in tests if t.kind == "perf" and t.status is Status.PASSED and t.perf is not None
+             and t.perf.impl is not None and (goal := lab.perf_goal(t.name)) is not None and goal.points > 0]
+    return timed[:MAX_TESTS]
+
+
+def _one(ncu_path: str, binary: Path, test: str, regex: str, runner: Runner, timeout_s: float) -> tuple[str, str]:
+    """One confined run of binary's test under ncu: (its raw CSV, what the run printed)."""
+    limit = runner.policy.timeout(timeout_s)
+    limits = process.Limits(cpu_s=int(limit * 8 + 60), file_bytes=runner.policy.limits.file_bytes,
+                            nproc=runner.policy.limits.nproc)
+    policy = replace(runner.policy, limits=limits)
+    tool = Path(ncu_path)
+    roots = sorted({str(tool.parent.parent), str(tool.resolve().parent)})
+    launched = runs.launch(binary, [f"--gtest_filter={test}"], limit, runner.env, policy,
+                           prefix=lambda ch: ncu.argv(ncu_path, ch[0].path, regex), extra_channels=1,
+                           exec_roots=roots)
+    return launched.extra[0].decode(errors="replace"), launched.proc.output
+
+
+def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, reference: Path | None, runner: Runner,
+                *, gpu_available: bool, timeout_s: float | None = None, find: Callable[[], str | None] = ncu.find_ncu,
+                ) -> LabProfile:
+    """Profile the lab's scored perf tests in the student's binary (and the reference's); see the module."""
+    if not gpu_available:
+        return LabProfile("unavailable", "no GPU here: profiles need one")
+    path = find()
+    if path is None:
+        return LabProfile("unavailable", ncu.NOT_FOUND_HELP)
+    chosen = _chosen(lab, tests)
+    if student is None or not chosen:
+        return LabProfile("unavailable", "no perf test with points ran to the end, so there is nothing to profile "
+                                         "(fix the failing tests first)")
+    out = LabProfile("ok", tool=ncu.version(path))
+    timeout = (timeout_s or lab.timeout_s) * 4 + 60
+    for test in chosen:
+        goal = lab.perf_goal(test.name)
+        task = (lab.task(goal.task) if goal is not None and goal.task else None) or lab.task_for_test(test.name)
+        regex = ncu.glob_regex(task.kernels) if task is not None else ""
+        runs_wanted = [("yours", student, regex)] if regex else []
+        if reference is not None and regex:
+            runs_wanted.append(("reference", reference, regex))
+        library = LIBRARY_KERNELS.get(test.perf.baseline or "") if test.perf is not None else None
+        if library:
+            runs_wanted.append(("library", student, library))
+        mine: KernelProfile | None = None
+        for role, binary, pattern in runs_wanted:
+            text, printed = _one(path, binary, test.name, pattern, runner, timeout)
+            rows = ncu.parse_raw(text)
+            if not rows:
+                why = ncu.problem(text + "\n" + printed)
+                if why == ncu.PERMISSION_HELP:
+                    return LabProfile("unavailable", why, tool=out.tool)
+                out.message += f"{test.name} ({role}): {why or 'no profile came back'}. "
+                continue
+            if not out.peak_flop_per_s:
+                out.peak_flop_per_s, out.peak_bytes_per_s = metrics.peaks(rows[0])
+            k = metrics.kernel_profile(rows[0], test.name, role)
+            if role == "yours":  # advice is for the student's kernel only, against the reference when there is one
+                mine, k.advice = k, advice.advise(k)
+            elif role == "reference" and mine is not None:
+                mine.advice = advice.advise(mine, k)
+            out.kernels.append(k)
+    if not out.kernels:
+        out.status = "failed"
+        out.message = out.message or "no kernel of the lab's tasks matched (lab.toml names each task's kernels)"
+    out.message = re.sub(r"\s+", " ", out.message).strip()
+    return out

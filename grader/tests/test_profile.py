@@ -1,0 +1,192 @@
+"""The profile (grade --profile, grader/profile/): Nsight Compute's raw pages recorded on an H200 read into
+the numbers that carry each lab's lesson, the advice they give, the report's tables and roofline, and the
+paths without ncu or without access to the GPU's counters. No GPU needed."""
+
+from __future__ import annotations
+
+import io
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.execute import runs
+from grader.execute.runner import Runner
+from grader.model.labs import discover
+from grader.model.profile import LabProfile
+from grader.model.progress import Progress
+from grader.model.results import LabResult, Results
+from grader.profile import advice, metrics, ncu
+from grader.profile.stage import profile_lab
+from grader.report import render_html
+from grader.report.profile_text import profile_lines
+from grader.report.profile_view import profile_view
+from grader.report.sample import sample_results
+from grader.tests.conftest import LAB_TOML, add_tests, make_binary, spec, write_lab
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ncu"
+
+
+def kernels(name: str) -> dict[str, metrics.KernelProfile]:
+    """The fixture's kernels by short name (the first launch of each)."""
+    out: dict[str, metrics.KernelProfile] = {}
+    for row in ncu.parse_raw((FIXTURES / f"{name}.csv").read_text()):
+        k = metrics.kernel_profile(row, "T", "yours")
+        out.setdefault(advice.short_name(k.kernel), k)
+    return out
+
+
+def test_transpose_bank_conflicts_and_strided_stores() -> None:
+    """Lab 05: the unpadded tile reads a column of shared memory, 32-way conflicts; the padded one ~1; the
+    naive transpose's stores touch 32 sectors per request."""
+    k = kernels("transpose")
+    tiled, padded, naive = k["transpose_tiled_kernel"], k["transpose_padded_kernel"], k["transpose_naive_kernel"]
+    assert tiled.metrics["shared_ld_ways"] == pytest.approx(32.2, abs=0.1)
+    assert padded.metrics["shared_ld_ways"] == pytest.approx(1.06, abs=0.01)
+    assert naive.metrics["st_sectors"] == pytest.approx(32.0, abs=0.1) and naive.metrics["ld_sectors"] == 4.0
+    assert tiled.metrics["duration_us"] == pytest.approx(387.52) and padded.metrics["dram_pct"] == 73.59
+    tiled_advice = advice.advise(tiled)
+    assert tiled_advice[0].startswith("32-way bank conflicts on shared-memory loads in transpose_tiled_kernel")
+    assert "[kTile][kTile + 1]" in tiled_advice[0]
+    assert not any("bank conflicts" in a for a in advice.advise(padded))
+    assert any("touch 32 sectors per warp request" in a for a in advice.advise(naive))
+    # Against the reference (the padded kernel), the biggest difference is named.
+    against = advice.advise(tiled, padded)[0]
+    assert against.startswith("transpose_tiled_kernel takes 2.7x the reference's time")
+    assert "wavefronts per shared load, yours 32.2 against 1.06" in against
+
+
+def test_matmul_flops_fma_and_occupancy() -> None:
+    """Lab 05: 2·4096³ FLOPs; the naive and tiled kernels keep the FMA pipe mostly idle, the fast one busy
+    at 12.5% occupancy, capped by its registers."""
+    naive = kernels("matmul-naive")["matmul_naive_kernel"]
+    assert naive.metrics["flop"] == pytest.approx(2 * 4096**3, rel=0.01)
+    k = kernels("matmul-fast")
+    fast, tiled = k["fast::matmul_fast_kernel<1>"], k["matmul_tiled_kernel"]
+    assert naive.metrics["fma_pct"] < 15 and tiled.metrics["fma_pct"] < 20 < 70 < fast.metrics["fma_pct"]
+    assert fast.metrics["occupancy_max_pct"] == 12.5 and fast.limiter == "registers per thread"
+    assert any("register tile" in a for a in advice.advise(tiled))
+    assert any("At most 12% of the warp slots" in a and "registers per thread (" in a for a in advice.advise(fast))
+    assert tiled.stalls[0][0].startswith("shared-memory instruction queue full")
+
+
+def test_reduce_dram_and_aos_coalescing() -> None:
+    """Lab 06: the single pass keeps DRAM busy, the interleaved first pass does not; lab 03: AoS loads
+    touch 32 sectors per request, SoA 4."""
+    single = kernels("reduce-single")["reduce_single_pass_kernel<float>"]
+    inter = kernels("reduce-interleaved")["reduce_interleaved_kernel<float>"]
+    assert single.metrics["dram_pct"] > 60 > 20 > inter.metrics["dram_pct"]
+    assert any(a.startswith("DRAM is 66% busy") for a in advice.advise(single))
+    aos = kernels("aos-soa")
+    assert aos["scale_x_aos_kernel"].metrics["ld_sectors"] == 32.0 and aos["scale_x_soa_kernel"].metrics["ld_sectors"] == 4.0
+
+
+def test_peaks_are_the_gpus_at_the_profiled_clock() -> None:
+    rows = ncu.parse_raw((FIXTURES / "matmul-naive.csv").read_text())
+    flops, bandwidth = metrics.peaks(rows[0])
+    assert 4.0e13 < flops < 7.0e13 and bandwidth == pytest.approx(4.81e12, rel=0.01)  # an H200
+
+
+def test_problems_ncu_reports() -> None:
+    assert ncu.problem("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+                       "Performance Counters on the target device 0.") == ncu.PERMISSION_HELP
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in ncu.PERMISSION_HELP
+    assert ncu.problem("==WARNING== No kernels were profiled.").startswith("Nsight Compute saw no launch")
+    assert ncu.parse_raw("no csv here") == []
+    assert ncu.glob_regex(["transpose_tiled_kernel*", "*fast*"]) == r"transpose_tiled_kernel.*|.*fast.*"
+
+
+def test_no_ncu_and_no_gpu_say_what_is_missing() -> None:
+    runner = Runner(policy=runs.DEFAULT_POLICY, progress=Progress(stream=io.StringIO()))
+    lab = LabResult(1, "01-add", "Add", 100)
+    got = profile_lab(_lab(Path("/nonexistent")), lab.tests, Path("/bin/true"), None, runner, gpu_available=True,
+                      find=lambda: None)
+    assert got.status == "unavailable" and got.message == ncu.NOT_FOUND_HELP
+    assert profile_lab(_lab(Path("/nonexistent")), [], None, None, runner, gpu_available=False).message.startswith(
+        "no GPU here")
+    assert ncu.find_ncu({"CUDALAB_NCU": "/nonexistent/ncu", "PATH": ""}) is None
+
+
+def _lab(root: Path):
+    if not (root / "labs").exists():
+        write_lab(root, toml=LAB_TOML.replace('tests = ["AddCorrectness.Large/*"]',
+                                              'tests = ["AddCorrectness.Large/*"]\nkernels = ["add_kernel*"]'))
+    return discover(root)[0]
+
+
+def _fake_ncu(tmp_path: Path, deny: bool = False) -> str:
+    """A stand-in for ncu: writes a recorded raw page (the reference's for a *solution* binary) into its
+    --log-file, then runs the program after its options, as ncu does."""
+    script = tmp_path / "ncu"
+    yours, ref = FIXTURES / "transpose.csv", FIXTURES / "matmul-fast.csv"
+    script.write_text(f"""#!{sys.executable}
+import os, subprocess, sys
+args = sys.argv[1:]
+log = args[args.index("--log-file") + 1]
+if {deny!r}:
+    open(log, "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters\\n")
+    sys.exit(1)
+program = next(i for i, a in enumerate(args) if os.path.isabs(a) and os.access(a, os.X_OK))
+src = {str(ref)!r} if "solution" in args[program] else {str(yours)!r}
+open(log, "w").write(open(src).read())
+sys.exit(subprocess.run(args[program:]).returncode)
+""")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+def test_the_stage_runs_ncu_on_yours_and_the_reference(tmp_path: Path) -> None:
+    """The profile stage end to end, confined like every run: ncu in front of the student's binary and of the
+    reference's, one perf test with points, the student's kernel compared with the reference's."""
+    lab = _lab(tmp_path / "tree")
+    student = make_binary(tmp_path / "bin" / "lab01_student", spec(add_tests()))
+    reference = make_binary(tmp_path / "bin" / "lab01_solution", spec(add_tests()))
+    tests = _graded_tests(lab)
+    runner = Runner(policy=runs.DEFAULT_POLICY, progress=Progress(stream=io.StringIO()))
+    got = profile_lab(lab, tests, student, reference, runner, gpu_available=True, find=lambda: _fake_ncu(tmp_path))
+    assert got.status == "ok", got.message
+    assert [k.role for k in got.kernels] == ["yours", "reference"]
+    assert advice.short_name(got.kernels[0].kernel) == "transpose_padded_kernel"
+    assert advice.short_name(got.kernels[1].kernel).startswith("sm80_xmma_gemm_f32f32")
+    assert got.peak_bytes_per_s == pytest.approx(4.81e12, rel=0.01)
+    assert any(a.startswith("DRAM is 74% busy") for a in got.kernels[0].advice)
+    (tmp_path / "denied").mkdir()
+    denying = _fake_ncu(tmp_path / "denied", deny=True)
+    denied = profile_lab(lab, tests, student, reference, runner, gpu_available=True, find=lambda: denying)
+    assert denied.status == "unavailable" and denied.message == ncu.PERMISSION_HELP
+
+
+def _graded_tests(lab):
+    from grader.execute.gtest import perf_from_properties
+    from grader.model.results import Status, TestResult
+    from grader.tests.conftest import perf_properties
+
+    perf = perf_from_properties(perf_properties(1.0))
+    return [TestResult("AddPerf.Fast/16777216", Status.PASSED, kind="perf", perf=perf, task="large")]
+
+
+def test_the_report_shows_tables_roofline_and_advice() -> None:
+    profile = LabProfile("ok", tool="Version 2025.3.1.0")
+    rows = ncu.parse_raw((FIXTURES / "matmul-fast.csv").read_text())
+    profile.peak_flop_per_s, profile.peak_bytes_per_s = metrics.peaks(rows[0])
+    for row, role in zip(rows[1:3], ("yours", "reference"), strict=True):
+        profile.kernels.append(metrics.kernel_profile(row, "MatmulPerf.Fast/4096", role))
+    profile.kernels.append(metrics.kernel_profile(rows[0], "MatmulPerf.Fast/4096", "library"))
+    profile.kernels[0].advice = advice.advise(profile.kernels[0])
+    view = profile_view(profile)
+    assert view["roofline"] is not None and 'class="pt pt-yours"' in str(view["roofline"])
+    assert [c["role"] for c in view["tests"][0]["columns"]] == ["yours", "reference", "library"]
+    results = sample_results()
+    lab = results.labs[0]
+    lab.profile = profile
+    html = render_html(results)
+    assert "Why it is as fast as it is (Nsight Compute)" in html and "Roofline" in html
+    assert "FMA pipe busy" in html and "registers per thread" in html
+    again = Results.from_dict(results.to_dict())
+    assert again.labs[0].profile == profile  # results.json round-trips the profile
+    lines = profile_lines(lab)
+    assert lines[0].strip().startswith(f"{lab.number:02d}  profile MatmulPerf.Fast/4096 fast::matmul_fast_kernel<1>:")
+    unavailable = LabResult(5, "05-tiled-matmul", "M", 100, profile=LabProfile("unavailable", ncu.NOT_FOUND_HELP))
+    assert profile_lines(unavailable) == [f"  05  profile: {ncu.NOT_FOUND_HELP}"]
+    assert "No profile: Nsight Compute (ncu) was not found" in render_html(Results(results.run, [unavailable]))
