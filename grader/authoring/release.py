@@ -347,6 +347,8 @@ def check_tree(out: Path, source_root: Path | None = None) -> list[str]:
         problems.append("solutions/ is in the release")
     for path in sorted(out.rglob(HIDDEN_TEST_GLOB)):
         problems.append(f"{path.relative_to(out)} is a hidden test")
+    for path in sorted(out.rglob("answers.toml")):
+        problems.append(f"{path.relative_to(out)} holds reference answers to a chapter's questions")
     for path in sorted((out / "labs").glob("*/lab.toml")):
         rel = path.relative_to(out)
         try:

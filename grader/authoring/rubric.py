@@ -164,7 +164,32 @@ def check_lab(lab_dir: Path, root: Path, bin_dir: Path | None) -> LabCheck:
         result.tests = len(listing.public or []) + len(listing.hidden or [])
         c.tests(tasks, perf, listing)
     result.problems += c.problems + lab_hints_problems(lab_dir, root, [t.get("id") for t in tasks if not t.get("hidden")])
+    result.problems += lab_answers_problems(lab_dir, root)
     return result
+
+
+def lab_answers_problems(lab_dir: Path, root: Path) -> list[Problem]:
+    """The lab's answers.md against the instructor's answers.toml: the same ids in the same order, each
+    `qN.name`, and the student's file blank (a release ships it as it is)."""
+    from grader.model.answers import ANSWERS_FILE, REFERENCE_FILE
+    from grader.score import answers
+
+    student, reference = lab_dir / ANSWERS_FILE, root / "solutions" / lab_dir.name / REFERENCE_FILE
+    if not student.is_file():
+        return [Problem(reference.relative_to(root).as_posix(), "file", f"no {ANSWERS_FILE} beside the lab for it")] \
+            if reference.is_file() else []
+    file = student.relative_to(root).as_posix()
+    given = answers.read_answers(student.read_text(encoding="utf-8", errors="replace"))
+    out = [Problem(file, i, f"holds a value ({v!r}): the student's file ships blank") for i, v in given.items() if v]
+    if reference.is_file():
+        try:
+            ids = [r.id for r in answers.load_reference(reference)]
+        except (OSError, ValueError, KeyError) as err:  # tomllib's error is a ValueError
+            return out + [Problem(reference.relative_to(root).as_posix(), "file", str(err))]
+        if ids != list(given):
+            out.append(Problem(file, "ids", f"differ from {REFERENCE_FILE}'s (same ids, same order): "
+                                            f"{sorted(set(ids) ^ set(given)) or 'the order'}"))
+    return out
 
 
 def lab_hints_problems(lab_dir: Path, root: Path, task_ids: list[Any]) -> list[Problem]:

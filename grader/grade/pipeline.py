@@ -27,11 +27,12 @@ from grader.model import hidden
 from grader.model.block import Block
 from grader.model.errors import Exit
 from grader.model.labs import Lab
+from grader.model.answers import ANSWERS_FILE
 from grader.model.profile import LabProfile
 from grader.model.progress import Progress
 from grader.model.results import Category, LabResult, Results, RunInfo, Status
 from grader.profile.stage import profile_lab
-from grader.score import scoring
+from grader.score import answers, scoring
 
 
 @dataclass
@@ -122,11 +123,25 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
     started = time.monotonic()
     scored = scoring.score(lab, result, techniques=techniques, gpu=grade.info.gpu, label=label, progress=progress)
     scored.seconds["score"] = round(time.monotonic() - started, 3)
+    if options.mode != "solution":  # the chapter's questions: checked and shown, no points
+        scored.answers = answers.check(lab, _answers_text(lab, options))
     if options.profile:  # after the score: a profile never changes it
         started = time.monotonic()
         scored.profile = _profile(grade, lab, prepared, scored, options, progress)
         scored.seconds["profile"] = round(time.monotonic() - started, 3)
     return scored
+
+
+def _answers_text(lab: Lab, options: RunOptions) -> str | None:
+    """The graded answers.md: the submission's when one is staged (blank when it sent none), else the tree's."""
+    if not (lab.path / ANSWERS_FILE).is_file():
+        return None  # the lab asks no questions in a file
+    if options.staged is not None:
+        staged = options.staged.lab(lab.name)
+        if staged is None or not staged.answers:
+            return ""
+        return answers.answers_text(options.staged.path_of(lab, ANSWERS_FILE))
+    return answers.answers_text(lab.path / ANSWERS_FILE)
 
 
 def _profile(grade: Grade, lab: Lab, prepared: PreparedLab, result: LabResult, options: RunOptions,

@@ -43,6 +43,8 @@ STAGES: tuple[Stage, ...] = (
           "sanitizer.<tool> results", "finish"),
     Stage("score", "grader.score.scoring:score", "LabResult, technique outcomes, GPU facts",
           "LabResult with tasks, points, penalties, hints", "finish"),
+    Stage("answers", "grader.score.answers:check", "the lab, its answers.md (the submission's or the tree's)",
+          "LabAnswers (each number right or wrong; no points)", "finish"),
     Stage("profile", "grader.profile.stage:profile_lab", "the graded binary and its reference, the scored perf "
           "tests (grade --profile only)", "LabProfile (ncu metrics, advice; never a grade)", "finish"),
     Stage("assemble", "grader.grade.pipeline:assemble", "LabResult list, the runner's notes", "Results", "publish"),

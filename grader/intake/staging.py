@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.model.answers import ANSWERS_FILE
 from grader.model.labs import Lab
 from grader.model.results import Category
 
@@ -36,6 +37,8 @@ class StagedLab:
     ignored: list[str] = field(default_factory=list)  # other files of the submission's lab directory
     errors: list[str] = field(default_factory=list)  # why the lab's files were refused
     category: Category | None = None  # COMPILE_ERROR (file refused) or FORBIDDEN_CALL (includes, in a batch)
+    answers: bool = False  # the submission's answers.md was staged beside the student files
+    answers_note: str = ""  # why its answers.md was not taken (not a refusal of the lab)
 
     @property
     def refused(self) -> bool:
@@ -48,6 +51,8 @@ class StagedLab:
         if self.ignored:
             shown = ", ".join(self.ignored[:8]) + (" ..." if len(self.ignored) > 8 else "")
             out.append(f"ignored (only the lab's student files are graded): {shown}")
+        if self.answers_note:
+            out.append(self.answers_note)
         return out
 
 
@@ -156,6 +161,8 @@ def stage_lab(lab: Lab, submission: Path, staging_root: Path) -> StagedLab:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         staged.files.append(file)
+    if not staged.errors:
+        _stage_answers(lab, submission, dest_dir, staged)
     staged.ignored = _other_files(lab, submission)
     if staged.errors:  # nothing of a refused lab is staged: CMake would fall back to the skeleton
         shutil.rmtree(dest_dir, ignore_errors=True)
@@ -163,9 +170,29 @@ def stage_lab(lab: Lab, submission: Path, staging_root: Path) -> StagedLab:
     return staged
 
 
+def _stage_answers(lab: Lab, submission: Path, dest_dir: Path, staged: StagedLab) -> None:
+    """The lab's answers.md, when the submission has one: text only, read like a student file and never
+    compiled (grader/score/answers.py reads it). A file that cannot be read is a note, not a refusal."""
+    for rel in _candidates(lab, ANSWERS_FILE):
+        path, why = _lexists_under(submission, rel)
+        if why:
+            staged.answers_note = f"{ANSWERS_FILE} not read: {why}"
+            return
+        if path is None:
+            continue
+        data, why = read_student_file(path, str(rel))
+        if data is None:
+            staged.answers_note = f"{ANSWERS_FILE} not read: {why}"
+            return
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        (dest_dir / ANSWERS_FILE).write_bytes(data)
+        staged.answers = True
+        return
+
+
 def _other_files(lab: Lab, submission: Path) -> list[str]:
     """Files of the submission's lab directory that are not student files (listed, never read)."""
-    wanted = set(lab.student_files)
+    wanted = set(lab.student_files) | {ANSWERS_FILE}
     for rel in (Path("labs") / lab.name, Path(lab.name)):
         path, why = _lexists_under(submission, rel)
         if path is None or why:

@@ -9,6 +9,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from grader.model.answers import LabAnswers
 from grader.model.profile import LabProfile
 
 SCHEMA_VERSION = 2
@@ -202,6 +203,7 @@ class LabResult:
     # "sanitizer.<tool>", "score". Timings, like a test's duration_s: never part of a grade.
     seconds: dict[str, float] = field(default_factory=dict)
     profile: LabProfile | None = None  # grade --profile: Nsight Compute's view of the timed kernels
+    answers: LabAnswers | None = None  # answers.md: the chapter's questions, numbers checked (no points)
 
     @property
     def passed(self) -> int:
@@ -256,8 +258,9 @@ class Results:
         for lab in data["labs"]:
             if lab.get("late") is None:
                 lab.pop("late", None)  # a run without a course file reads as it did in schema 1
-            if lab.get("profile") is None:
-                lab.pop("profile", None)  # a grade without --profile reads as it did before
+            for key in ("profile", "answers"):  # absent when there is none: older readers see what they knew
+                if lab.get(key) is None:
+                    lab.pop(key, None)
         return data
 
     def save(self, path: Path) -> None:
@@ -331,4 +334,5 @@ def _lab_from_dict(d: dict[str, Any]) -> LabResult:
     d["tasks"] = [TaskScore(**t) for t in d.get("tasks", [])]
     d["late"] = LateRecord(**d["late"]) if d.get("late") else None
     d["profile"] = LabProfile.from_dict(d["profile"]) if d.get("profile") else None
+    d["answers"] = LabAnswers.from_dict(d["answers"]) if d.get("answers") else None
     return LabResult(**d)

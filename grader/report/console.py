@@ -157,6 +157,13 @@ def _summary(results: Results) -> _Summary:
                 s.problems.append(_Line(f"{nn}    {first_line(clean_text(g.test.hint), 600)}"))
         if len(groups) > MAX_FAILURES_PER_LAB:
             s.problems.append(_Line(f"{nn}… and {len(groups) - MAX_FAILURES_PER_LAB} more ways of failing"))
+        if lab.answers is not None and lab.answers.checked and lab.answers.right < len(lab.answers.answers):
+            a = lab.answers
+            wrong = [x.id for x in a.answers if x.status in ("wrong", "unreadable")]
+            blank = [x.id for x in a.answers if x.status == "blank"]
+            text = f"answers.md: {a.right} of {len(a.answers)} numbers right" + (
+                f"; check {', '.join(wrong[:6])}" if wrong else "") + (f"; {len(blank)} blank" if blank else "")
+            s.problems.append(_Line(text, "yellow", nn + "?"))
         not_run = [t for t in lab.tests if t.status is Status.NOT_RUN]
         if not_run:
             reason = first_line(clean_text(not_run[0].message), 100) or category_label(not_run[0].category)

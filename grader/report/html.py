@@ -206,6 +206,7 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
         "progressions": _progressions(lab, mode),
         "perf_cards": [_perf_card(t, anchor, mode) for t in perf_tests],
         "profile": profile_view(lab.profile),
+        "answers": lab.answers,
     }
 
 

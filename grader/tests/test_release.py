@@ -238,8 +238,10 @@ def test_check_tree_finds_leaks(tmp_path: Path) -> None:
     (out / "docs/paths.md").write_text(f"built in {repo.resolve()}/build\n")
     lab_toml = out / "labs/01-add/lab.toml"
     lab_toml.write_text(lab_toml.read_text() + '\n[hidden]\nvisibility = "hidden"\n')
+    (out / "labs/01-add/answers.toml").write_text('[[answer]]\nid = "q1.x"\nvalue = 1\n')
     problems = "\n".join(check_tree(out, repo))
     for needle in ("solutions/ is in the release", "test_hidden_more.cu is a hidden test", "[hidden] table",
+                   "labs/01-add/answers.toml holds reference answers",
                    "docs/instructors.md is in the release", "docs/paths.md names the instructor's checkout"):
         assert needle in problems
 
