@@ -37,7 +37,9 @@ def _mode(t: TestResult) -> tuple[str, str]:
     """What makes two failures one mode: the same test at another size, failing in the same category.
     (The pattern of one size cannot tell: a tile bug is "the last element" at n = tile + 1 and "all but
     the first tile" at 2^24; the smallest size is the one to fix first either way.)"""
-    family = t.name.rpartition("/")[0] if "/" in t.name else t.name  # Tiled/m17_n33_k65 too, not only sizes
+    # The same test at another size or shape (Tiled/m17_n33_k65 too); each technique check is its own mode.
+    grouped = "/" in t.name and t.category not in (Category.TECHNIQUE_MISSING, Category.SANITIZER)
+    family = t.name.rpartition("/")[0] if grouped else t.name
     return family, t.category.value if t.category else ""
 
 

@@ -111,3 +111,15 @@ def test_shapes_of_one_test_are_one_mode_smallest_output_first() -> None:
     assert len(groups) == 1
     assert groups[0].test.name == "MatmulCorrectness.Tiled/m1_n300_k70"  # 300 elements: the smallest output
     assert groups[0].also == ["m17_n33_k65", "m100_n75_k300"]
+
+
+def test_each_technique_check_is_its_own_entry() -> None:
+    """Techniques.matmul-tiled and Techniques.matmul-tiled/2 check different things: both are shown."""
+    lab = LabResult(number=5, name="05-tiled-matmul", title="Matmul", max_score=100)
+    for name, what in (("Techniques.matmul-tiled", "stores its tiles to __shared__ memory"),
+                       ("Techniques.matmul-tiled/2", "waits at __syncthreads()")):
+        lab.tests.append(TResult(name, Status.FAILED, task="matmul-tiled", category=Category.TECHNIQUE_MISSING,
+                                 message=f"matmul_tiled_kernel {what}"))
+    groups = group_failures(lab)
+    assert [g.test.name for g in groups] == ["Techniques.matmul-tiled", "Techniques.matmul-tiled/2"]
+    assert all(g.also == [] for g in groups)
