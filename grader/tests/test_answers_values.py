@@ -1,25 +1,20 @@
-"""Labs 01-04's answers files: each lab's answers.md (shipped blank) against the instructor's
+"""Labs 01-04's and 11's answers files: each lab's answers.md (shipped blank) against the instructor's
 solutions/NN-slug/answers.toml, and against its chapter's questions (README.md, "## Questions").
 
-answers.md must name the same ids as answers.toml, in the same order, each `qN.name`; it must have one
-`## N.` heading per question of the chapter, in order, and no value after any colon. Each reference value
-is also derived here, independently, from the chapter's sizes and the lab's constants (the solution's
-block shapes), so a slip in answers.toml fails."""
+Each reference value is derived here, independently, from the chapter's sizes and the lab's constants
+(the solution's block shapes), so a slip in answers.toml fails; test_answers_files.py checks the files'
+shape for every lab."""
 
 from __future__ import annotations
 
-import math
-import re
 from pathlib import Path
 
 import pytest
 
-from grader.authoring.rubric import lab_answers_problems
-from grader.score.answers import load_reference, read_answers
+from grader.score.answers import load_reference
 
 ROOT = Path(__file__).resolve().parents[2]
-LABS = ["01-hello", "02-indexing", "03-vector-add", "04-pitched-memory"]
-ID = re.compile(r"^q\d+\.[a-z0-9_]+$")
+LABS = ["01-hello", "02-indexing", "03-vector-add", "04-pitched-memory", "11-quicksort"]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -73,6 +68,10 @@ def _derived() -> dict[str, dict[str, float]]:
             "q1.grid_threads": _ceil_div(2000, 512) * 512,
             "q1.idle_threads": _ceil_div(2000, 512) * 512 - 2000,
         },
+        "11-quicksort": {  # question 4: every level reads and writes each 4-byte key once; radix: 9 passes of 4n
+            "q4.quicksort_bytes_per_key_per_level": 2 * 4,
+            "q4.radix_bytes_per_key": 9 * 4,
+        },
         "04-pitched-memory": {
             "q1.padding_pct_33_floats_pitch_512": 100 * (512 - 33 * 4) / 512,
             "q1.padding_pct_1000_floats_pitch_4096": 100 * (4096 - 1000 * 4) / 4096,
@@ -84,74 +83,13 @@ def _derived() -> dict[str, dict[str, float]]:
     }
 
 
-def _question_count(readme: str) -> int:
-    """How many numbered questions the chapter's "## Questions" section holds."""
-    section = readme.split("\n## Questions", 1)[1]
-    section = re.split(r"^## ", section, flags=re.MULTILINE)[0]
-    numbers = [int(n) for n in re.findall(r"^(\d+)\.\s", section, flags=re.MULTILINE)]
-    assert numbers == list(range(1, len(numbers) + 1)), numbers
-    return len(numbers)
-
-
 @pytest.fixture(params=LABS)
 def lab(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def _texts(lab: str) -> tuple[str, str, Path]:
-    answers = (ROOT / "labs" / lab / "answers.md").read_text(encoding="utf-8")
-    readme = (ROOT / "labs" / lab / "README.md").read_text(encoding="utf-8")
-    return answers, readme, ROOT / "solutions" / lab / "answers.toml"
-
-
-def test_answers_md_names_the_reference_ids_in_order(lab: str) -> None:
-    answers, _, reference = _texts(lab)
-    given = read_answers(answers)
-    refs = load_reference(reference)
-    assert list(given) == [r.id for r in refs]
-    assert len(set(given)) == len(re.findall(r"^\s*[-*]\s*q\d+\.", answers, flags=re.MULTILINE)), "an id twice"
-    assert lab_answers_problems(ROOT / "labs" / lab, ROOT) == []
-
-
-def test_every_id_is_a_question_number_and_a_name(lab: str) -> None:
-    answers, readme, reference = _texts(lab)
-    questions = _question_count(readme)
-    for r in load_reference(reference):
-        assert ID.match(r.id), r.id
-        assert 1 <= int(r.id[1:r.id.index(".")]) <= questions, r.id
-        assert math.isfinite(r.value) and r.tolerance >= 0 and r.rel_tolerance >= 0, r
-        assert r.why.strip(), f"{r.id} has no derivation"
-    for i in read_answers(answers):
-        assert ID.match(i), i
-
-
-def test_one_heading_per_question_in_order(lab: str) -> None:
-    answers, readme, _ = _texts(lab)
-    assert answers.startswith(f"# Lab {lab[:2]} answers\n")
-    assert f"`make grade LAB={lab[:2]}`" in answers
-    headings = [int(n) for n in re.findall(r"^##\s+(\d+)\.\s+\S", answers, flags=re.MULTILINE)]
-    assert headings == list(range(1, _question_count(readme) + 1))
-    # Each id sits under its own question's heading.
-    current = 0
-    for line in answers.splitlines():
-        if m := re.match(r"^##\s+(\d+)\.", line):
-            current = int(m.group(1))
-        elif m := re.match(r"^\s*[-*]\s*q(\d+)\.", line):
-            assert int(m.group(1)) == current, line
-
-
-def test_the_file_ships_blank(lab: str) -> None:
-    answers, _, _ = _texts(lab)
-    assert all(v == "" for v in read_answers(answers).values())
-    for line in answers.splitlines():
-        if re.match(r"^\s*[-*]\s*q\d+\.", line):
-            assert line.rstrip().endswith(":"), line
-        if line.startswith("Why:"):
-            assert line.rstrip() == "Why:", line
-
-
 def test_reference_values_are_the_derived_ones(lab: str) -> None:
-    _, _, reference = _texts(lab)
+    reference = ROOT / "solutions" / lab / "answers.toml"
     derived = _derived()[lab]
     refs = load_reference(reference)
     assert [r.id for r in refs] == list(derived)
