@@ -87,10 +87,13 @@ def hints_for_lab(lab_dir: Path) -> tuple[Hint, ...]:
     return (load_hints(own) if own.is_file() else ()) + load_hints()
 
 
+MOST_WRONG = 0.9  # "mismatch:most": this share of the output wrong, or more
+
 def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[str]:
     """Facts about a failure that a regular expression alone cannot state: the mismatch patterns of
     grader/score/mismatch.py ("pattern:only-first-tiles-right"), and the coarse kind of mismatch
-    ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some")."""
+    ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some", with
+    "mismatch:most" too when at least 90 % are wrong)."""
     found: set[str] = set()
     m, patterns = mismatch.diagnosis(message, geometry)
     if m is None:
@@ -103,6 +106,8 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
         found.add("mismatch:tail")
     else:
         found.add("mismatch:some")
+        if m.fraction >= MOST_WRONG:  # nearly everything: a systematic error, not a race's scattered few
+            found.add("mismatch:most")
     return found
 
 
