@@ -1,0 +1,58 @@
+"""bench/diagnosis_table.py without a GPU: a mutation gate's per-mutant results.json files counted by
+what their first failure says (issue 25's per-lab diagnosis table)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import diagnosis_table  # noqa: E402
+
+from grader.model.results import Category, LabResult, Results, Status  # noqa: E402
+from grader.model.results import TestResult as TResult  # noqa: E402
+from grader.report.sample import sample_results  # noqa: E402
+from grader.score import hints  # noqa: E402
+from grader.tests.conftest import write_lab  # noqa: E402
+
+LAB_HINT = "The carry between tiles is lost: add the tile's offset."
+TAIL = ("Value of: x\n  Actual: false (3 of 257 elements differ (seed 42, exact); mismatches span indices "
+        "254..256\n  [254] expected 1, actual 0\n)\nExpected: true")
+
+
+def _mutant(out: Path, name: str, test: TResult) -> None:
+    results = sample_results()
+    lab = LabResult(1, "01-add", "Add", 100, tests=[test])
+    hints.annotate(lab, hints.hints_for_lab(out.parent / "tree" / "labs" / "01-add"), geometry={"block": 256})
+    results.labs = [lab]
+    results.save(out / "01-add" / "graded" / name / "results.json")
+
+
+def test_each_caught_bug_is_counted_by_its_first_failure(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    write_lab(tree)
+    (tree / "labs" / "01-add" / "hints.toml").write_text(
+        f'[[hint]]\ncategory = "wrong_answer"\ntest = "AddCorrectness.Carry*"\ntext = "{LAB_HINT}"\n')
+    out = tmp_path / "mutants"
+    failed = dict(status=Status.FAILED, task="small")
+    _mutant(out, "bug-lab-hint", TResult("AddCorrectness.Carry/1", category=Category.WRONG_ANSWER,
+                                            message="Expected equality", **failed))
+    _mutant(out, "bug-tail", TResult("AddCorrectness.Small/257", category=Category.WRONG_ANSWER, message=TAIL,
+                                        **failed))
+    _mutant(out, "bug-race", TResult("sanitizer.racecheck", category=Category.SANITIZER, message=(
+        "compute-sanitizer racecheck reported 1 error(s):\n  Shared-memory race (error) between a write at "
+        "add.cu:12 and a read at add.cu:14 in add_kernel"), **failed))
+    _mutant(out, "bug-crash", TResult("AddCorrectness.Small/1", category=Category.CRASH,
+                                         message="the test binary crashed (SIGSEGV)", **failed))
+    _mutant(out, "bug-missed", TResult("AddCorrectness.Small/1", status=Status.PASSED))
+    _mutant(out, "bug-default", TResult("AddCorrectness.Small/2", category=Category.WRONG_ANSWER,
+                                        message="Expected equality", **failed))
+    _mutant(out, "correct-alt", TResult("AddCorrectness.Small/2", category=Category.WRONG_ANSWER,
+                                           message="Expected equality", **failed))
+    rows = diagnosis_table.table(out, tree)
+    assert rows == {"01-add": {"lab hint": 1, "pattern": 1, "sanitizer": 1, "grader hint": 1, "default": 1}}
+    text = diagnosis_table.render(rows)
+    assert "01-add" in text and "4 of 5 caught bugs (80 %) are explained by more than the category's default" in text
+    assert Results.load(out / "01-add" / "graded" / "bug-tail" / "results.json").labs[0].tests[0].hint
