@@ -1,0 +1,575 @@
+"""The hints of lab 05 (tiled matmul), each fired on the failure its
+bug really produces (solutions/NN-slug/mutants/ describes the bugs), and kept away from the failures of
+other tasks and other patterns.
+
+A failure is built the way the lab's test binary reports it: the output a mutant's kernel leaves is
+simulated here on the test's own layout (lab 04's pitched buffers with guard rows, lab 05's poisoned
+matrices, lab 06's sums), compared as cudalab/compare.hpp does, and wrapped in the messages of the test's
+EXPECT_* lines; then a GoogleTest JSON report of those failures goes through grader/execute/gtest.py
+(which picks the category: a message naming a cudaError is a cuda_error) and the score stage
+(scoring.score), which gives each test its task and its hint as in a real grade. compute-sanitizer
+findings go through grader/execute/sanitizer.py's parser, missing techniques through the penalties."""
+
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+
+import pytest
+
+from grader.model.results import Category, Status
+from grader.model.results import TestResult as TResult
+from grader.tests.gtest_failures import (
+    POISON, SCRIBBLE, ceil_div, compare, cuda_error, f32, from_bits, grade, memcheck_log, one, race_log,
+    sanitized, synccheck_log, value_of)
+
+MATMUL = "05-tiled-matmul"
+
+
+# =====================================================================================================
+# Lab 05: tiled matmul. The transposes and matmuls run on small shapes of the test's lists; outputs start as
+# poison (NaN) between guard zones, inputs are surrounded by junk, shared memory holds the scribble.
+# =====================================================================================================
+
+M_SEED = 5005
+MATMUL_AT = "/home/s/labs/05-tiled-matmul/test_matmul.cu"
+GUARDED_AT = "/home/s/labs/05-tiled-matmul/../../common/include/cudalab/guarded_buffer.cuh:85"
+
+
+def junk_values(seed: int) -> Callable[[], float]:
+    """The guard zones' junk: random bytes (cudalab/guarded_buffer.cuh), read as floats."""
+    rng = random.Random(seed)
+    return lambda: from_bits(rng.getrandbits(32))
+
+
+def guard_failure(what: str, count: int, before: int, after: int, first_after: int = 0) -> str:
+    """GuardedBuffer::guards_intact's failure: bytes changed before and past the buffer."""
+    msg = f"out-of-bounds write: a kernel changed memory outside {what} ({count} element(s) of 4 bytes):"
+    if before:
+        msg += f" {before} byte(s) before its start (the nearest 4 byte(s) before)"
+    if before and after:
+        msg += " and"
+    if after:
+        msg += f" {after} byte(s) past its end (the first at byte {first_after} past the end)"
+    msg += ". Check the bounds guard of every thread that writes it."
+    buffer, line = ("d_out", 140) if what == "the output" else ("d_c", 269)
+    return value_of(f"{MATMUL_AT}:{line}", f'{buffer}.guards_intact("{what}")', msg)
+
+
+class Output:
+    """A poisoned output between guard zones: writes outside it are counted, not stored."""
+
+    def __init__(self, count: int) -> None:
+        self.values = [POISON] * count
+        self.before: set[int] = set()
+        self.after: set[int] = set()
+
+    def store(self, i: int, v: float) -> None:
+        if i < 0:
+            self.before.add(i)
+        elif i >= len(self.values):
+            self.after.add(i - len(self.values))
+        else:
+            self.values[i] = v
+
+    def guards(self, what: str) -> list[str]:
+        if not self.before and not self.after:
+            return []
+        return [guard_failure(what, len(self.values), 4 * len(self.before), 4 * len(self.after),
+                              4 * min(self.after) if self.after else 0)]
+
+
+TRANSPOSE_SEED = {"Naive": 0, "Tiled": 1, "Padded": 2}
+TRANSPOSE_ARGS = "(const float *, float *, int, int)"
+MATMUL_ARGS = "(const float *, const float *, float *, int, int, int)"
+
+
+def transpose(test: str, rows: int, cols: int, **bug) -> list[str]:
+    """TransposeCorrectness.<test>/r<rows>_c<cols>: the naive kernel (32 x 4 blocks, one element a thread) or
+    the tiled one (32 x 32 tiles, 32 x 4 threads, kTile / kRows elements each), with one of the bugs:
+    naive: grid_swapped, guard_swapped, out_stride_cols; tiled: not_transposed, store_guard_input,
+    race (a thread reads a slot another warp has not stored: the scribble), store_rows (the rows of a tile
+    the store loop covers), out_col_block_x."""
+    seed = M_SEED + rows * 7919 + cols + TRANSPOSE_SEED[test]
+    rng = random.Random(seed)
+    src = [f32(rng.uniform(1.0, 1000.0)) for _ in range(rows * cols)]
+    junk = junk_values(seed)
+
+    def load(r: int, c: int) -> float:
+        return src[r * cols + c] if 0 <= r * cols + c < len(src) else junk()
+
+    out = Output(rows * cols)
+    if test == "Naive":
+        gx, gy = (ceil_div(cols, 32), ceil_div(rows, 4))
+        if bug.get("grid_swapped"):
+            gx, gy = ceil_div(rows, 32), ceil_div(cols, 4)
+        for r in range(4 * gy):
+            for c in range(32 * gx):
+                inside = r < cols and c < rows if bug.get("guard_swapped") else r < rows and c < cols
+                if inside:
+                    out.store(c * (cols if bug.get("out_stride_cols") else rows) + r, load(r, c))
+    else:
+        for by in range(ceil_div(rows, 32)):
+            for bx in range(ceil_div(cols, 32)):
+                tile = [[SCRIBBLE] * 32 for _ in range(32)]
+                for j in range(32):
+                    for tx in range(32):
+                        r, c = by * 32 + j, bx * 32 + tx
+                        if r < rows and c < cols:
+                            tile[j][tx] = load(r, c)
+                for j in range(bug.get("store_rows", 32)):
+                    for tx in range(32):
+                        orow = bx * 32 + j
+                        ocol = (bx if bug.get("out_col_block_x") else by) * 32 + tx
+                        inside = orow < cols and ocol < rows
+                        if bug.get("store_guard_input"):
+                            inside = orow < rows and ocol < cols
+                        if not inside:
+                            continue
+                        v = tile[j][tx] if bug.get("not_transposed") else tile[tx][j]
+                        if bug.get("race") and (bx + by) % 2 == 0 and j % 4 == 0 and tx % 4 == (j // 4) % 4:
+                            v = SCRIBBLE  # warp j % 4 read slot (tx, j) before warp tx % 4 stored it
+                        out.store(orow * rows + ocol, v)
+    expected = [src[r * cols + c] for c in range(cols) for r in range(rows)]
+    failures = out.guards("the output")
+    body = compare(expected, out.values, seed, cols=rows)
+    if body:
+        expr = ("AllEqual(transpose_reference(in, s.rows, s.cols), after_offset(d_out.to_host(), off, "
+                "\"the output\"), seed, Shape2D{...})")
+        streamed = f"input {rows} x {cols}, output {cols} x {rows}"
+        failures.append(value_of(f"{MATMUL_AT}:141", expr, body, streamed))
+    return failures
+
+
+def transposes(test: str, **bug) -> dict[str, TResult]:
+    shapes = [(1, 1), (1, 100), (100, 1), (31, 33), (32, 32), (33, 65), (64, 64), (129, 2)]
+    return grade(MATMUL, [(f"TransposeCorrectness.{test}/r{r}_c{c}", transpose(test, r, c, **bug))
+                          for r, c in shapes])
+
+
+def test_05_simulated_transposes_are_right_without_their_bugs() -> None:
+    for test in ("Naive", "Tiled", "Padded"):
+        assert all(t.status is Status.PASSED for t in transposes(test).values())
+
+
+@pytest.mark.parametrize("bug, hints", [
+    ("out_stride_cols", {"r31_c33": "A store landed outside the output, which is cols x rows",
+                         "r33_c65": "A store landed outside the output, which is cols x rows",
+                         "r129_c2": "Check each index against its own bound"}),
+    ("guard_swapped", {"r31_c33": "Check each index against its own bound",
+                       "r33_c65": "Check each index against its own bound",
+                       "r100_c1": "only a thread whose (r, c) lies inside the input"}),
+])
+def test_05_naive_transpose_right_for_square_matrices_only(bug: str, hints: dict[str, str]) -> None:
+    """tnaive-out-stride-cols (stores out of place, past the output's end for some shapes),
+    tnaive-guard-swapped (junk read past the input stored, elements of the lost columns never written)."""
+    graded = transposes("Naive", **{bug: True})
+    for square in ("r1_c1", "r32_c32", "r64_c64"):
+        assert graded[f"TransposeCorrectness.Naive/{square}"].status is Status.PASSED
+    for shape, words in hints.items():
+        t = graded[f"TransposeCorrectness.Naive/{shape}"]
+        assert t.task == "transpose-naive" and words in t.hint, (shape, t.hint)
+    if bug == "out_stride_cols":
+        assert "out-of-bounds write" in graded["TransposeCorrectness.Naive/r33_c65"].message
+
+
+def test_05_naive_transpose_grid_sized_the_other_way_round() -> None:
+    """tnaive-grid-swapped: 1 x 100 gets one block of 32 columns."""
+    graded = transposes("Naive", grid_swapped=True)
+    for name in ("TransposeCorrectness.Naive/r1_c100", "TransposeCorrectness.Naive/r31_c33",
+                 "TransposeCorrectness.Naive/r129_c2"):
+        t = graded[name]
+        assert "actual -nan" in t.message
+        assert "the grid needs ceil_div(cols, kTile) blocks in x and ceil_div(rows, kRows) in y" in t.hint
+        assert "Check each index" not in t.hint
+    assert graded["TransposeCorrectness.Naive/r32_c32"].status is Status.PASSED
+
+
+def test_05_naive_transpose_reads_past_the_input() -> None:
+    log = memcheck_log("Invalid __global__ read of size 4 bytes", f"transpose_naive_kernel{TRANSPOSE_ARGS}",
+                       "05-tiled-matmul/matmul.cu:31")
+    t = sanitized(MATMUL, "memcheck", log)
+    assert t.task == "transpose-naive"
+    assert "memcheck sees such a read even when its value is never stored" in t.hint
+
+
+@pytest.mark.parametrize("test", ["Tiled", "Padded"])
+def test_05_tiled_transposes_read_the_tile_before_it_is_stored(test: str) -> None:
+    """ttiled-no-syncthreads, tpadded-no-syncthreads: the scribble comes out as an element."""
+    t = transposes(test, race=True)[f"TransposeCorrectness.{test}/r64_c64"]
+    assert "actual 1.53652219e+16" in t.message
+    assert "a tile slot nobody stored was written out" in t.hint
+    assert ("read before the __syncthreads() that must separate filling the tile from reading it" in t.hint
+            or "The padded kernel needs the same __syncthreads() as the tiled one" in t.hint)
+    assert t.task == f"transpose-{test.lower()}"
+
+
+def test_05_tiled_transpose_that_does_not_turn_the_tile() -> None:
+    """ttiled-tile-not-transposed: every tile in place, its contents as they were."""
+    graded = transposes("Tiled", not_transposed=True)
+    assert graded["TransposeCorrectness.Tiled/r1_c1"].status is Status.PASSED
+    for name in ("TransposeCorrectness.Tiled/r31_c33", "TransposeCorrectness.Tiled/r64_c64"):
+        assert "the tiles reach their transposed places, but their contents are copied" in graded[name].hint
+
+
+def test_05_tiled_transpose_stores_guarded_with_the_input_bounds() -> None:
+    """ttiled-store-guard-input-bounds: tall, thin inputs store past the output; the others write out slots
+    past the matrix that no load filled (the scribble)."""
+    graded = transposes("Tiled", store_guard_input=True)
+    assert graded["TransposeCorrectness.Tiled/r64_c64"].status is Status.PASSED
+    tall = graded["TransposeCorrectness.Tiled/r129_c2"]
+    assert "out-of-bounds write" in tall.message
+    assert "Guard each store with the output's bounds (row < cols, column < rows)" in tall.hint
+    assert "Check each index against its own bound" not in tall.hint  # the naive task's
+    wide = graded["TransposeCorrectness.Tiled/r31_c33"]
+    assert "actual 1.53652219e+16" in wide.message and "out-of-bounds" not in wide.message
+    assert "it lies past the matrix and the store's guard let it through" in wide.hint
+
+
+@pytest.mark.parametrize("test", ["Tiled", "Padded"])
+def test_05_tiled_transposes_that_place_tiles_wrong(test: str) -> None:
+    """tpadded-out-col-block-x: the output column from blockIdx.x too. Blocks run in order, so block (0, 1)
+    overwrites tile (0, 0) after block (0, 0): the first wrong elements are values, not NaN."""
+    graded = transposes(test, out_col_block_x=True)
+    assert graded[f"TransposeCorrectness.{test}/r32_c32"].status is Status.PASSED
+    t = graded[f"TransposeCorrectness.{test}/r64_c64"]
+    assert "[row 0, col 0]" in t.message
+    assert "stores it transposed at output row blockIdx.x * kTile, column blockIdx.y * kTile" in t.hint
+
+
+@pytest.mark.parametrize("kernel, task", [("transpose_tiled_kernel", "transpose-tiled"),
+                                          ("transpose_padded_kernel", "transpose-padded")])
+def test_05_transpose_race(kernel: str, task: str) -> None:
+    t = sanitized(MATMUL, "racecheck", race_log(f"{kernel}{TRANSPOSE_ARGS}", "05-tiled-matmul/matmul.cu:52",
+                                                "05-tiled-matmul/matmul.cu:58"))
+    assert t.task == task and "A warp read the tile while another warp was still storing it" in t.hint
+
+
+def test_05_tiled_transpose_loads_past_the_input() -> None:
+    """ttiled-load-no-row-guard: the output is right; only memcheck sees the read."""
+    log = memcheck_log("Invalid __global__ read of size 4 bytes", f"transpose_tiled_kernel{TRANSPOSE_ARGS}",
+                       "05-tiled-matmul/matmul.cu:49")
+    t = sanitized(MATMUL, "memcheck", log)
+    assert t.task == "transpose-tiled"
+    assert "guard every load by its row (< rows) as well as its column" in t.hint
+
+
+def test_05_tiled_transpose_without_shared_memory() -> None:
+    graded = grade(MATMUL, [], missing=["transpose_tiled_kernel stages its tile",
+                                        "transpose_tiled_kernel waits at"])
+    for name in ("Techniques.transpose-tiled", "Techniques.transpose-tiled/2"):
+        t = graded[name]
+        assert t.category is Category.TECHNIQUE_MISSING
+        assert "only a tile in shared memory lets both the global loads and the global stores" in t.hint
+
+
+def test_05_padded_transpose_store_loop_that_stops_halfway() -> None:
+    """tpadded-store-loop-short: half the rows of every output tile."""
+    graded = transposes("Padded", store_rows=16)
+    assert graded["TransposeCorrectness.Padded/r1_c1"].status is Status.PASSED
+    t = graded["TransposeCorrectness.Padded/r33_c65"]
+    assert "the store loop must cover every row of the tile that the load loop covered" in t.hint
+
+
+def test_05_padded_transpose_without_a_shared_tile() -> None:
+    """Padding only shows in the perf chart; the technique check is where a padded kernel without a shared
+    tile meets the bank-conflict advice."""
+    t = grade(MATMUL, [], missing=["transpose_padded_kernel reads its tile"])["Techniques.transpose-padded"]
+    assert "the extra column spreads the 32 elements of a tile column over 32 banks" in t.hint
+
+
+# --- matmul ---
+
+def matmul_problem(m: int, n: int, k: int,
+                   integers: bool = False) -> tuple[list[float], list[float], list[float], int]:
+    """A, B and C = A * B in float64, as problem() makes them (values in [0.25, 1.25), or small integers)."""
+    seed = M_SEED + 1000003 * m + 1009 * n + k + (17 if integers else 0)
+    rng = random.Random(seed)
+    if integers:
+        def draw() -> float:
+            return float(rng.choice([-4, -3, -2, -1, 1, 2, 3, 4]))
+    else:
+        def draw() -> float:
+            return f32(rng.uniform(0.25, 1.25))
+    a = [draw() for _ in range(m * k)]
+    b = [draw() for _ in range(k * n)]
+    c = [sum(a[r * k + i] * b[i * n + col] for i in range(k)) for r in range(m) for col in range(n)]
+    return a, b, c, seed
+
+
+Kernel = Callable[[list[float], list[float], Callable[[], float], Output], None]
+
+
+def matmul_failures(test: str, m: int, n: int, k: int, run: Kernel) -> list[str]:
+    """MatmulCorrectness.<test>/m_n_k: run(a, b, junk, c) fills C; then guards_intact and AllNear."""
+    a, b, expected, seed = matmul_problem(m, n, k)
+    c = Output(m * n)
+    run(a, b, junk_values(seed), c)
+    failures = c.guards("C")
+    body = compare(expected, c.values, seed, "tolerance rel 3e-05 abs 0", cols=n)
+    if body:
+        expr = "AllNear(p.expected, run_matmul(matmul, p, d), kMatmulTol, p.seed, Shape2D{...})"
+        failures.append(value_of(f"{MATMUL_AT}:279", expr, body,
+                                 f"C is {m} x {n} with k = {k} (A is m x k, B is k x n, all row-major)"))
+    return failures
+
+
+def matmul_case(test: str, m: int, n: int, k: int, run: Kernel) -> tuple[str, list[str]]:
+    return f"MatmulCorrectness.{test}/m{m}_n{n}_k{k}", matmul_failures(test, m, n, k, run)
+
+
+def naive(m: int, n: int, k: int, grid_swapped: bool = False, a_stride: str = "k", b_stride: str = "n",
+          k_loop_le: bool = False):
+    def run(a: list[float], b: list[float], junk: Callable[[], float], c: Output) -> None:
+        def at(v: list[float], i: int) -> float:
+            return v[i] if i < len(v) else junk()
+        gx, gy = (ceil_div(m, 32), ceil_div(n, 8)) if grid_swapped else (ceil_div(n, 32), ceil_div(m, 8))
+        lda, ldb = (n if a_stride == "n" else k), (k if b_stride == "k" else n)
+        for row in range(min(m, 8 * gy)):
+            for col in range(min(n, 32 * gx)):
+                c.store(row * n + col, f32(sum(at(a, row * lda + i) * at(b, i * ldb + col)
+                                               for i in range(k + 1 if k_loop_le else k))))
+    return run
+
+
+def tiled(m: int, n: int, k: int, zero_fill: bool = True, k_tail: bool = True, b_transposed: bool = False,
+          early_return: bool = False, tile: float = SCRIBBLE):
+    """matmul_tiled_kernel per block: 32 x 32 tiles of A and B in shared memory, phase by phase; a slot no
+    thread stores in a phase keeps what it held (the scribble, or the previous phase's value)."""
+    def run(a: list[float], b: list[float], junk: Callable[[], float], c: Output) -> None:
+        phases = ceil_div(k, 32) if k_tail else k // 32
+        for by in range(ceil_div(m, 32)):
+            for bx in range(ceil_div(n, 32)):
+                a_s = [[tile] * 32 for _ in range(32)]
+                b_s = [[tile] * 32 for _ in range(32)]
+                acc = [[0.0] * 32 for _ in range(32)]
+                for p in range(phases):
+                    k0 = 32 * p
+                    for ty in range(32):
+                        for tx in range(32):
+                            row, col = by * 32 + ty, bx * 32 + tx
+                            if early_return and (row >= m or col >= n):
+                                continue
+                            if row < m and k0 + tx < k:
+                                a_s[ty][tx] = a[row * k + k0 + tx]
+                            elif zero_fill:
+                                a_s[ty][tx] = 0.0
+                            if k0 + ty < k and col < n:
+                                b_s[ty][tx] = b[(k0 + ty) * n + col]
+                            elif zero_fill:
+                                b_s[ty][tx] = 0.0
+                    for ty in range(32):
+                        for tx in range(32):
+                            b_col = b_s[tx] if b_transposed else [b_s[i][tx] for i in range(32)]
+                            acc[ty][tx] += sum(a_s[ty][i] * b_col[i] for i in range(32))
+                for ty in range(32):
+                    for tx in range(32):
+                        if by * 32 + ty < m and bx * 32 + tx < n:
+                            c.store((by * 32 + ty) * n + bx * 32 + tx, f32(acc[ty][tx]))
+    return run
+
+
+def test_05_simulated_matmuls_are_right_without_their_bugs() -> None:
+    for m, n, k in ((17, 33, 65), (1, 1, 1), (33, 31, 32)):
+        assert matmul_failures("Naive", m, n, k, naive(m, n, k)) == []
+        assert matmul_failures("Tiled", m, n, k, tiled(m, n, k)) == []
+
+
+def test_05_naive_matmul_grid_sized_the_other_way_round() -> None:
+    """mnaive-grid-swapped: x from m, y from n."""
+    graded = grade(MATMUL, [matmul_case("Naive", m, n, k, naive(m, n, k, grid_swapped=True))
+                            for m, n, k in ((1, 1, 1), (17, 33, 65), (33, 31, 32))])
+    assert graded["MatmulCorrectness.Naive/m1_n1_k1"].status is Status.PASSED
+    for name in ("MatmulCorrectness.Naive/m17_n33_k65", "MatmulCorrectness.Naive/m33_n31_k32"):
+        t = graded[name]
+        assert "actual -nan" in t.message and t.task == "matmul-naive"
+        assert "Sized from m in x and n in y, it covers C only when m == n" in t.hint
+
+
+@pytest.mark.parametrize("m, n, k, bug", [(17, 33, 65, {"k_loop_le": True}), (33, 31, 32, {"b_stride": "k"})])
+def test_05_naive_matmul_reads_past_a_or_b(m: int, n: int, k: int, bug: dict) -> None:
+    """mnaive-k-loop-le, mnaive-b-stride-k: products with the guard zones' junk."""
+    t = one(MATMUL, *matmul_case("Naive", m, n, k, naive(m, n, k, **bug)))
+    assert "Elements of C of 1e10 and more are products with junk" in t.hint
+
+
+def test_05_naive_matmul_every_element_off() -> None:
+    """B stepped with rows of k floats where n = k + 1 stays inside B: every element wrong, no junk."""
+    m, n, k = 40, 33, 32
+    t = one(MATMUL, *matmul_case("Naive", m, n, k, naive(m, n, k, b_stride="k")))
+    assert f"{m * n} of {m * n} elements differ" in t.message
+    assert "Every element of C is wrong, so look at what they all share, the sum" in t.hint
+
+
+def test_05_naive_matmul_rows_of_a_with_the_wrong_stride() -> None:
+    """mnaive-a-stride-n: row 0 of A starts at 0 with any stride."""
+    t = one(MATMUL, *matmul_case("Naive", 17, 33, 65, naive(17, 33, 65, a_stride="n")))
+    assert "[row 1, col 0]" in t.message
+    assert "Row 0 of C is right and the rows below it are not: a row stride is off" in t.hint
+
+
+def test_05_tiled_matmul_grid_that_misses_tiles() -> None:
+    """A tiled grid sized like the naive one's swapped: tiles of C nobody computes."""
+    def run(a, b, junk, c):
+        full = Output(17 * 65)
+        tiled(17, 65, 33)(a, b, junk, full)
+        for i, v in enumerate(full.values):
+            if i % 65 < 32:
+                c.store(i, v)
+    t = one(MATMUL, "MatmulCorrectness.Tiled/m17_n65_k33", matmul_failures("Tiled", 17, 65, 33, run))
+    assert "one block per 32 x 32 tile of C, ceil_div(n, kMatTile) blocks in x" in t.hint
+
+
+@pytest.mark.parametrize("bug", [{"zero_fill": False}, {"early_return": True}])
+def test_05_tiled_matmul_multiplies_unstored_slots(bug: dict) -> None:
+    """mtiled-no-zero-fill, mtiled-early-return: k = 7 is one partial phase, so the slots past k (or those of
+    the threads that returned) still hold the scribble."""
+    t = one(MATMUL, *matmul_case("Tiled", 40, 33, 7, tiled(40, 33, 7, **bug)))
+    assert re.search(r"actual -?\d\.\d+e\+\d\d", t.message) and t.task == "matmul-tiled"
+    assert "0.0f where its global index lies outside A or B, and no thread returns early" in t.hint
+
+
+@pytest.mark.parametrize("bug", [{"k_tail": False}, {"b_transposed": True}, {"zero_fill": False}])
+def test_05_tiled_matmul_phase_loop(bug: dict) -> None:
+    """mtiled-drops-k-tail, mtiled-b-tile-transposed; and no zero-fill where the last phase multiplies the
+    previous phase's stale tiles: every element off, none of them junk."""
+    m, n, k = 17, 33, 65
+    t = one(MATMUL, *matmul_case("Tiled", m, n, k, tiled(m, n, k, **bug)))
+    assert f"{m * n} of {m * n} elements differ" in t.message and "e+1" not in t.message
+    assert "look at what they all share, the phase loop: ceil_div(k, kMatTile) phases" in t.hint
+
+
+def exact_race(m: int, n: int, k: int) -> list[str]:
+    """MatmulExactCorrectness: integer inputs, and a race that moved a few products in scattered places."""
+    seed = M_SEED + 1000003 * m + 1009 * n + k + 17
+    rng = random.Random(seed)
+    expected = [float(rng.randint(-60, 60)) for _ in range(m * n)]
+    actual = list(expected)
+    for i in sorted(rng.sample(range(m * n), 37)):
+        actual[i] += rng.choice([-12.0, -6.0, -3.0, 2.0, 4.0, 8.0])
+    expr = "AllEqual(p.expected, run_matmul(matmul, p, d), p.seed, Shape2D{...})"
+    streamed = ("integer inputs, so the result must be exact; a few scattered wrong elements that change "
+                "from run to run point to a race: is the tile overwritten while other warps still read it?")
+    return [value_of(f"{MATMUL_AT}:286", expr, compare(expected, actual, seed, cols=n), streamed)]
+
+
+def test_05_tiled_matmul_race_in_the_exact_tests() -> None:
+    """mtiled-no-second-sync: the float tests pass within their tolerance, the exact ones do not."""
+    graded = grade(MATMUL, [("MatmulExactCorrectness.Tiled/m640_n512_k4096", exact_race(640, 512, 4096)),
+                            ("MatmulCorrectness.Tiled/m1000_n1000_k1000", [])])
+    t = graded["MatmulExactCorrectness.Tiled/m640_n512_k4096"]
+    assert "Every phase needs two barriers" in t.hint and "racecheck" in t.hint
+
+
+def exact_systematic(m: int, n: int, k: int) -> list[str]:
+    """MatmulExactCorrectness with the B tile transposed: nearly every element wrong, on every run."""
+    seed = M_SEED + 1000003 * m + 1009 * n + k + 17
+    rng = random.Random(seed)
+    expected = [float(rng.randint(-60, 60)) for _ in range(m * n)]
+    actual = [e + (7.0 if i % 77 else 0.0) for i, e in enumerate(expected)]
+    expr = "AllEqual(p.expected, run_matmul(matmul, p, d), p.seed, Shape2D{...})"
+    return [value_of(f"{MATMUL_AT}:286", expr, compare(expected, actual, seed, cols=n))]
+
+
+def test_05_tiled_matmul_systematic_error_in_the_exact_tests_is_no_race() -> None:
+    """mtiled-b-tile-transposed on an H200: 76,980 of 78,000 exact elements wrong got the barrier advice."""
+    graded = grade(MATMUL, [("MatmulExactCorrectness.Tiled/m300_n260_k12", exact_systematic(300, 260, 12))])
+    t = graded["MatmulExactCorrectness.Tiled/m300_n260_k12"]
+    assert "systematic, not a race" in t.hint and "Every phase needs two barriers" not in t.hint
+
+
+def test_05_tiled_matmul_race_under_racecheck() -> None:
+    log = race_log(f"matmul_tiled_kernel{MATMUL_ARGS}", "05-tiled-matmul/matmul.cu:101",
+                   "05-tiled-matmul/matmul.cu:106")
+    t = sanitized(MATMUL, "racecheck", log)
+    assert t.task == "matmul-tiled" and "a phase needs a __syncthreads() after storing the tiles" in t.hint
+
+
+def test_05_tiled_matmul_barrier_not_reached() -> None:
+    """mtiled-early-return under synccheck."""
+    t = sanitized(MATMUL, "synccheck", synccheck_log(f"matmul_tiled_kernel{MATMUL_ARGS}",
+                                                     "05-tiled-matmul/matmul.cu:103"))
+    assert t.task == "matmul-tiled" and "threads whose element lies outside C must not return early" in t.hint
+    assert "__syncthreads() must not sit inside a branch" not in t.hint
+
+
+def test_05_tiled_matmul_load_faults_past_b() -> None:
+    """mtiled-guard-tile-index at m = 1, n = 300, k = 70: rows 70..95 of B lie past its guard zone."""
+    t = one(MATMUL, "MatmulCorrectness.Tiled/m1_n300_k70", [cuda_error(
+        "cudaErrorIllegalAddress", "an illegal memory access was encountered", "cudaDeviceSynchronize()",
+        GUARDED_AT)])
+    assert t.category is Category.CUDA_ERROR and t.task == "matmul-tiled"
+    assert "guard the k index of each load with its global value" in t.hint
+
+
+def test_05_tiled_matmul_without_shared_tiles() -> None:
+    graded = grade(MATMUL, [], missing=["ld.shared in its PTX", "st.shared in its PTX",
+                                        "matmul_tiled_kernel waits at"])
+    for name in ("Techniques.matmul-tiled", "Techniques.matmul-tiled/2", "Techniques.matmul-tiled/3"):
+        assert "the reuse of each loaded element kMatTile times is the point of the task" in graded[name].hint
+
+
+# --- challenge ---
+
+def test_05_fast_vector_path_on_misaligned_rows() -> None:
+    """fast-vec-ignores-n-mod-4: float4 on rows of 33 floats."""
+    t = one(MATMUL, "MatmulCorrectness.Fast/m17_n33_k65", [cuda_error(
+        "cudaErrorMisalignedAddress", "misaligned address", "cudaDeviceSynchronize()", GUARDED_AT)])
+    assert t.task == "fast" and "rows of B and C start that aligned only when n is a multiple of 4" in t.hint
+
+
+def test_05_fast_reads_a_slice_before_its_copies_land() -> None:
+    """fast-prologue-skips-empty-commits: for k <= 16 the first wait does not wait for slice 0, which still
+    holds the scribble."""
+    t = one(MATMUL, *matmul_case("Fast", 40, 33, 7, tiled(40, 33, 7, zero_fill=False)))
+    assert t.task == "fast" and "commit a group at every step even when it copies nothing" in t.hint
+
+
+def test_05_fast_slices_counted_down() -> None:
+    """fast-tiles-floor: C = 0 for k < 16, the last products lost above."""
+    def zeros(a: list[float], b: list[float], junk: Callable[[], float], c: Output) -> None:
+        for i in range(40 * 33):
+            c.store(i, 0.0)
+    graded = grade(MATMUL, [matmul_case("Fast", 40, 33, 7, zeros),
+                            matmul_case("Fast", 17, 33, 65, tiled(17, 33, 65, k_tail=False))])
+    for t in graded.values():
+        assert "count the k-slices with a division rounded up" in t.hint
+
+
+def test_05_fast_store_of_a_quad_past_the_row() -> None:
+    """fast-scalar-store-guard-quad: values right, three floats past the end of C's last row."""
+    t = one(MATMUL, "MatmulCorrectness.Fast/m17_n33_k65", [guard_failure("C", 561, 0, 12)])
+    assert "guard each of the four columns on its own" in t.hint
+    assert "i < n, not i <= n" not in t.hint
+
+
+def test_05_fast_pipeline_race() -> None:
+    t = sanitized(MATMUL, "racecheck", race_log(
+        "void fast::matmul_fast_kernel<true>(const float *, const float *, float *, int, int, int)",
+        "05-tiled-matmul/matmul.cu:236", "05-tiled-matmul/matmul.cu:251"))
+    assert t.task == "fast"
+    assert "the one __syncthreads() per slice must come after the wait for slice t" in t.hint
+
+
+# --- lab 05: hints that must stay away ---
+
+def test_05_hints_stay_in_their_task_and_pattern() -> None:
+    # The same lost tiles in the naive transpose get the naive grid hint, not the tiled kernel's placement.
+    naive_t = transposes("Naive", grid_swapped=True)["TransposeCorrectness.Naive/r31_c33"]
+    assert "blockIdx.x * kTile" not in naive_t.hint
+    # A naive matmul's junk hint is not the tiled kernel's zero-fill advice.
+    junk = one(MATMUL, *matmul_case("Naive", 17, 33, 65, naive(17, 33, 65, k_loop_le=True)))
+    assert "0.0f where its global index" not in junk.hint
+    # The exact tests' race hint needs scattered errors: a tiled matmul off everywhere gets the phase loop.
+    everywhere = one(MATMUL, *matmul_case("Tiled", 17, 33, 65, tiled(17, 33, 65, k_tail=False)))
+    assert "two barriers" not in everywhere.hint
+    # A race in the naive transpose kernel is not possible; a race elsewhere names its own kernel's task.
+    race = sanitized(MATMUL, "racecheck", race_log(f"matmul_tiled_kernel{MATMUL_ARGS}",
+                                                   "05-tiled-matmul/matmul.cu:101",
+                                                   "05-tiled-matmul/matmul.cu:106"))
+    assert "A warp read the tile while another warp" not in race.hint
+    # The tile-contents hint wants element (0, 0) right: the naive transpose's stride bug does not get it.
+    stride = transposes("Naive", out_stride_cols=True)["TransposeCorrectness.Naive/r31_c33"]
+    assert "contents are copied as they are" not in stride.hint

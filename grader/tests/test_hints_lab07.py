@@ -1,0 +1,359 @@
+"""The hints of lab 07 (scan), each fired on the failure its bug really
+produces (solutions/NN-slug/mutants/ describes the bugs), and kept away from the failures of other tasks.
+
+A failure is built the way a test binary reports it: the message a test's EXPECT_* prints (cudalab/
+compare.hpp for arrays, written here by _compare), as a GoogleTest JSON report that grader/execute/gtest.py
+reads (which also picks the category: a message naming any cudaError... is a cuda_error); compute-sanitizer
+findings go through grader/execute/sanitizer.py's parser, missing techniques through penalties. Then the
+score stage (scoring.score) gives each test its task and its hint, as in a real grade."""
+
+from __future__ import annotations
+
+import random
+
+from grader.model.results import Category, Status
+from grader.model.results import TestResult as TResult
+from grader.tests.test_hints import _lab_hint, _wrong
+from grader.tests.gtest_failures import (
+    POISON_INT, compare, cuda_error, equal, grade, memcheck_log_short, one, race_log, sanitizer_result, stopped,
+    value_of)
+
+FILL_BINS = 0xA5A5A5A5  # the bins before every histogram call
+
+
+# --- lab 07: scan ----------------------------------------------------------------------------------------
+# The block scans (tasks 1-3) are simulated, right and with a mutant's bug, on 1024-element tiles: their
+# wrong answers are the ones the kernels give (no race involved).
+
+TILE = 1024
+SCAN_AT = "/home/s/labs/07-scan/test_scan.cu:103"
+SCAN_EXPR = "cudalab::DeviceAllEqual(reference_scan(d_original, kind, segment), d_out, seed)"
+
+
+def _input(n: int, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.randint(1, 7) for _ in range(n)]
+
+
+def _tiles(x: list[int], scan_tile) -> list[int]:
+    out: list[int] = []
+    for b in range(0, len(x), TILE):
+        part = x[b:b + TILE]
+        out += scan_tile(part + [0] * (TILE - len(part)))[:len(part)]
+    return out
+
+
+def _reference(x: list[int], inclusive: bool) -> list[int]:
+    def scan(t: list[int]) -> list[int]:
+        sums, acc = [], 0
+        for v in t:
+            acc += v
+            sums.append(acc if inclusive else acc - v)
+        return sums
+    return _tiles(x, scan)
+
+
+def _hillis_steele(x: list[int], strict_guard: bool = False, stale_buffer: bool = False) -> list[int]:
+    def scan(t: list[int]) -> list[int]:
+        buf, cur, offset = [t[:], [0] * TILE], 0, 1
+        while offset < TILE:
+            for i in range(TILE):
+                adds = i > offset if strict_guard else i >= offset  # hs-strict-offset-guard
+                buf[cur ^ 1][i] = buf[cur][i] + (buf[cur][i - offset] if adds else 0)
+            cur ^= 1
+            offset *= 2
+        return buf[cur ^ 1] if stale_buffer else buf[cur]  # hs-reads-stale-buffer
+    return _tiles(x, scan)
+
+
+def _blelloch(x: list[int], root_unpadded: bool = False) -> list[int]:
+    def cf(i: int) -> int:
+        return i + (i >> 5)
+
+    def scan(t: list[int]) -> list[int]:
+        tree = [0] * (cf(TILE - 1) + 1)
+        for i, v in enumerate(t):
+            tree[cf(i)] = v
+        s = 1
+        while s < TILE:
+            for k in range(TILE // (2 * s)):
+                tree[cf(s * (2 * k + 2) - 1)] += tree[cf(s * (2 * k + 1) - 1)]
+            s *= 2
+        tree[TILE - 1 if root_unpadded else cf(TILE - 1)] = 0  # blelloch-root-cleared-unpadded
+        s = TILE // 2
+        while s >= 1:
+            for k in range(TILE // (2 * s)):
+                left, right = cf(s * (2 * k + 1) - 1), cf(s * (2 * k + 2) - 1)
+                tree[left], tree[right] = tree[right], tree[right] + tree[left]
+            s //= 2
+        return [tree[cf(i)] for i in range(TILE)]
+    return _tiles(x, scan)
+
+
+def _warp_shuffle(x: list[int], steps: int = 5, inclusive_offsets: bool = False,
+                  total_from_lane_0: bool = False) -> list[int]:
+    def scan(t: list[int]) -> list[int]:
+        warps = []
+        for w in range(TILE // 32):
+            v = t[32 * w:32 * w + 32]
+            for d in (1, 2, 4, 8, 16)[:steps]:  # warp-scan-four-steps
+                v = [v[lane] + (v[lane - d] if lane >= d else 0) for lane in range(32)]
+            warps.append(v)
+        totals = [v[0] if total_from_lane_0 else v[31] for v in warps]  # warp-total-from-lane-0
+        offsets = [sum(totals[:w + 1]) if inclusive_offsets else sum(totals[:w]) for w in range(len(totals))]
+        return [v + offsets[w] for w, vs in enumerate(warps) for v in vs]
+    return _tiles(x, scan)
+
+
+def _block_scan(test: str, n: int, inclusive: bool, bug) -> tuple[str, list[str]]:
+    """One block-scan test (BlockScanCorrectness.<test>/<n>) of the kernel `bug` simulates."""
+    seed = 7007 + {"HillisSteele": 1, "Blelloch": 2, "WarpShuffle": 3}[test] * n  # as test_scan.cu seeds them
+    x = _input(n, seed)
+    expected, actual = _reference(x, inclusive), bug(x)
+    if expected == actual:
+        return f"BlockScanCorrectness.{test}/{n}", []
+    kind = "inclusive" if inclusive else "exclusive"
+    body = compare(expected, actual, seed)
+    streamed = f"{kind} scan of n = {n}" + (f" in independent tiles of {TILE}" if TILE < n else "")
+    return f"BlockScanCorrectness.{test}/{n}", [value_of(SCAN_AT, SCAN_EXPR, body, streamed)]
+
+
+def _block_scans(test: str, inclusive: bool, bug,
+                 sizes=(1, 31, 33, 1023, 1024, 1025, 4097)) -> dict[str, TResult]:
+    return grade("07-scan", [_block_scan(test, n, inclusive, bug) for n in sizes])
+
+
+def test_07_simulated_block_scans_are_right_without_their_bugs() -> None:
+    x = _input(4097, 1)
+    assert _hillis_steele(x) == _warp_shuffle(x) == _reference(x, True)
+    assert _blelloch(x) == _reference(x, False)
+
+
+def test_07_hillis_steele_that_misses_its_last_step() -> None:
+    """hs-reads-stale-buffer: the result is written from the buffer the last step read."""
+    graded = _block_scans("HillisSteele", True, lambda x: _hillis_steele(x, stale_buffer=True))
+    assert graded["BlockScanCorrectness.HillisSteele/33"].status is Status.PASSED
+    for n in (1023, 1024, 4097):
+        hint = graded[f"BlockScanCorrectness.HillisSteele/{n}"].hint
+        assert "the output misses the last step (offset 512)" in hint and "not the one it read from" in hint
+        assert "ceil-div" not in hint
+
+
+def test_07_hillis_steele_whose_first_element_reaches_no_other() -> None:
+    """hs-strict-offset-guard: t > offset instead of t >= offset."""
+    graded = _block_scans("HillisSteele", True, lambda x: _hillis_steele(x, strict_guard=True))
+    for n in (33, 1024, 1025, 4097):
+        hint = graded[f"BlockScanCorrectness.HillisSteele/{n}"].hint
+        assert "is off by -" in hint and "that element never reaches the others" in hint, hint
+
+
+def test_07_hillis_steele_race() -> None:
+    """hs-no-barrier-per-step, hs-in-place-one-barrier: racecheck in the Hillis-Steele kernel."""
+    log = race_log("block_scan_hillis_steele_kernel(const int *, int *, unsigned long)", "07-scan/scan.cu:39",
+                    "07-scan/scan.cu:38")
+    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    assert t.task == "hillis-steele"
+    assert "with one buffer, read, __syncthreads(), write, __syncthreads()" in t.hint
+
+
+def test_07_blelloch_that_clears_the_root_at_its_unpadded_index() -> None:
+    graded = _block_scans("Blelloch", False, lambda x: _blelloch(x, root_unpadded=True))
+    for n in (33, 1024, 4097):
+        hint = graded[f"BlockScanCorrectness.Blelloch/{n}"].hint
+        assert "the down-sweep started from a root that still held it" in hint
+        assert "conflict_free(kBlockScanTile - 1)" in hint and "Blelloch's scan is exclusive" not in hint
+
+
+def test_07_blelloch_race() -> None:
+    """blelloch-no-final-barrier, blelloch-upsweep-barrier-late."""
+    log = race_log("block_scan_blelloch_kernel(const int *, int *, unsigned long)", "07-scan/scan.cu:104",
+                    "07-scan/scan.cu:109")
+    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    assert t.task == "blelloch" and "before every level of the up-sweep and the down-sweep" in t.hint
+
+
+def test_07_warp_scan_of_four_steps() -> None:
+    graded = _block_scans("WarpShuffle", True, lambda x: _warp_shuffle(x, steps=4))
+    for n in (33, 1024, 4097):
+        hint = graded[f"BlockScanCorrectness.WarpShuffle/{n}"].hint
+        assert "the warp scan stops one step short" in hint and "d = 1, 2, 4, 8 and 16" in hint
+        assert "ceil-div" not in hint
+
+
+def test_07_warp_totals_from_lane_0() -> None:
+    """warp-total-from-lane-0: warp 0 is right, every later warp adds a wrong offset."""
+    graded = _block_scans("WarpShuffle", True, lambda x: _warp_shuffle(x, total_from_lane_0=True))
+    for n in (33, 1024, 4097):
+        hint = graded[f"BlockScanCorrectness.WarpShuffle/{n}"].hint
+        assert "Check that lane 31, which holds the warp's total after the scan, writes s_warp_sums" in hint
+
+
+def test_07_warp_offsets_that_include_the_warps_own_total() -> None:
+    """warp-inclusive-warp-offsets: the first warp is wrong too, by a constant."""
+    graded = _block_scans("WarpShuffle", True, lambda x: _warp_shuffle(x, inclusive_offsets=True))
+    for n in (33, 1024, 4097):
+        hint = graded[f"BlockScanCorrectness.WarpShuffle/{n}"].hint
+        assert "an exclusive scan of the warp totals" in hint and "lane 31" not in hint
+
+
+def test_07_warp_shuffle_called_by_some_lanes_only() -> None:
+    """warp-shfl-inside-branch: synccheck, not a wrong answer."""
+    log = ("========= COMPUTE-SANITIZER\n"
+           "========= Barrier error detected. Divergent thread(s) in warp\n"
+           "=========     at 0x00000270 in /home/s/labs/07-scan/scan.cu:141:block_scan_warp_shuffle_kernel(const int *, "
+           "int *, unsigned long)\n"
+           "=========     by thread (1,0,0) in block (0,0,0)\n"
+           "=========\n"
+           "========= ERROR SUMMARY: 96 errors\n")
+    t = grade("07-scan", [], extra=[sanitizer_result("synccheck", log)])["sanitizer.synccheck"]
+    assert t.task == "warp-shuffle" and "Keep the shuffle out of any if (lane >= d)" in t.hint
+    assert "__syncthreads() must not sit inside a branch" not in t.hint
+
+
+def test_07_any_n_launches_zero_blocks_at_one_full_tile() -> None:
+    """anyn-single-tile-test-on-n: CUDA 13 reports a grid of 0 blocks as cudaErrorInvalidValue."""
+    zero_blocks = cuda_error("cudaErrorInvalidValue", "invalid argument", "kernel launch",
+                              "/home/s/labs/07-scan/scan.cu:389")
+    graded = grade("07-scan", [("ScanCorrectness.Exclusive/4096", [zero_blocks]),
+                                ("ScanCorrectness.Exclusive/4097", []),
+                                ("ScanCorrectness.Exclusive/16777216", [zero_blocks])])
+    for name in ("ScanCorrectness.Exclusive/4096", "ScanCorrectness.Exclusive/16777216"):
+        t = graded[name]
+        assert t.category is Category.CUDA_ERROR and t.task == "any-n"
+        assert "Check the one-tile test in scan_any at exactly one full tile" in t.hint
+
+
+def test_07_any_n_misaligned_scratch() -> None:
+    """anyn-unaligned-offsets: 6 tile totals (n = 20483) put the offsets 24 bytes in."""
+    fault = cuda_error("cudaErrorMisalignedAddress", "misaligned address", "cudaDeviceSynchronize()",
+                        "/home/s/labs/07-scan/test_scan.cu:99")
+    t = one("07-scan", "ScanCorrectness.Inclusive/20483", [fault])
+    assert "must start 16-byte aligned" in t.hint and "round_up_to_int4" in t.hint
+
+
+def _scratch_overrun(n: int, reserved: int, past: int) -> str:
+    """guards_intact of the scratch: the scan wrote `past` bytes beyond the `reserved` it asked for."""
+    return value_of(
+        "/home/s/labs/07-scan/test_scan.cu:110", 'scratch->guards_intact("the scratch (d_temp)")',
+        f"out-of-bounds write: a kernel changed memory outside the scratch (d_temp) ({reserved} element(s) of 1 "
+        f"bytes): {past} byte(s) past its end (the first at byte 0 past the end). Check the bounds guard of every "
+        "thread that writes it.",
+        f"n = {n}: the scan used more scratch than its *_temp_bytes(n) = {reserved} bytes reserved")
+
+
+def test_07_any_n_uses_more_scratch_than_it_asked_for() -> None:
+    """anyn-temp-bytes-half: the output is right, the scratch's guard zone is not."""
+    t = one("07-scan", "ScanCorrectness.Exclusive/20483", [_scratch_overrun(20483, 32, 24)])
+    assert "scan_any wrote past the scratch that scan_temp_bytes(n) reserved" in t.hint
+    assert "i < n, not i <= n" not in t.hint
+
+
+def _huge(kind: str, first: int, wrong: int) -> str:
+    return equal("/home/s/labs/07-scan/test_scan.cu:367", "errors[0]", str(wrong), "0u", "0",
+                  f"{kind} scan of n = 4294979641 (more than 2^32 items): {wrong} item(s) wrong, the first at index "
+                  f"{first} (item 2^32 is index 4294967296). Do your kernels compute indices in 64 bits "
+                  "(std::size_t) everywhere?")
+
+
+def test_07_any_n_tile_base_in_32_bits() -> None:
+    """anyn-32bit-tile-base: tile 2^20 lands on tile 0 again."""
+    t = one("07-scan", "ScanHugeCorrectness.Propagate", [_huge("inclusive", 0, 4294979641)])
+    assert t.task == "any-n" and "Convert blockIdx.x to std::size_t before you multiply" in t.hint
+
+
+def test_07_any_n_race_before_the_warp_totals_are_scanned() -> None:
+    """anyn-no-barrier-before-warp-scan."""
+    log = race_log("void scan_tiles_kernel<true>(const int *, int *, unsigned long, int *)", "07-scan/scan.cu:316",
+                    "07-scan/scan.cu:318")
+    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    assert t.task == "any-n" and "a __syncthreads() after the totals are written" in t.hint
+
+
+def test_07_decoupled_tile_numbers_from_block_index() -> None:
+    """dlb-tile-from-blockidx: no test can provoke the hang; the technique check catches it."""
+    t = grade("07-scan", [], missing=["atomic counter"])["Techniques.decoupled"]
+    assert t.category is Category.TECHNIQUE_MISSING and "a block that has no SM to run on" in t.hint
+
+
+def test_07_decoupled_scratch_cleared_only_once() -> None:
+    """dlb-scratch-cleared-once: call 2 starts past the last tile, so nothing is written."""
+    n = (1 << 18) + 11
+    x = _input(n, 7007 + 101)
+    acc, expected = 0, []
+    for v in x:
+        acc += v
+        expected.append(acc)
+    body = compare(expected, [POISON_INT] * n, 7007 + 101)
+    t = one("07-scan", "ScanDecoupledReuseCorrectness.FiveCallsOneScratch", [
+        value_of(SCAN_AT, SCAN_EXPR, body, f"inclusive scan of n = {n}"),
+        "/home/s/labs/07-scan/test_scan.cu:238\nFailed\ncall 2 of 5 with the same scratch went wrong"])
+    assert "the tile counter and the status words still held the previous call's values" in t.hint
+
+
+def test_07_reused_scratch_comes_before_the_look_back_pattern() -> None:
+    """With only the statuses left over (the counter cleared), call 2 finds stale P words: tile 0 is right and
+    the later tiles are not, which alone would get the look-back advice; the reuse is the sharper clue."""
+    stale = _wrong(262155, 8192, [(8192, "32821", "65590"), (8193, "32824", "65593")])
+    t = one("07-scan", "ScanDecoupledReuseCorrectness.FiveCallsOneScratch", [
+        value_of(SCAN_AT, SCAN_EXPR, stale, "inclusive scan of n = 262155"),
+        "/home/s/labs/07-scan/test_scan.cu:238\nFailed\ncall 2 of 5 with the same scratch went wrong"])
+    assert t.hint.startswith("Everything from index 8,192 on is wrong")
+    assert "still held the previous call's values" in t.hint and "the look-back must add" not in t.hint
+    # Call 1 wrong is no reuse problem: the look-back advice.
+    first = one("07-scan", "ScanDecoupledReuseCorrectness.FiveCallsOneScratch", [
+        value_of(SCAN_AT, SCAN_EXPR, stale, "exclusive scan of n = 262155"),
+        "/home/s/labs/07-scan/test_scan.cu:238\nFailed\ncall 1 of 5 with the same scratch went wrong"])
+    assert "the look-back must add every earlier tile" in first.hint
+
+
+def test_07_decoupled_scratch_and_64_bit_hints() -> None:
+    scratch = grade("07-scan", [("ScanDecoupledCorrectness.Exclusive/1048583", [_scratch_overrun(1048583, 520, 8)])])
+    assert "scan_decoupled_temp_bytes(n) reserved" in scratch["ScanDecoupledCorrectness.Exclusive/1048583"].hint
+    assert "scan_any" not in scratch["ScanDecoupledCorrectness.Exclusive/1048583"].hint
+    huge = grade("07-scan", [("ScanHugeCorrectness.Decoupled", [_huge("exclusive", 4294967296, 12345)])])
+    hint = huge["ScanHugeCorrectness.Decoupled"].hint
+    assert "Convert the tile number to std::size_t before you multiply" in hint and "blockIdx.x" not in hint
+
+
+def test_07_a_huge_failure_beside_smaller_ones_is_no_32_bit_lead() -> None:
+    """A GPU run of anyn-inclusive-tile-offsets (issue 25): the tile offsets are wrong from n = 4097 on, and the
+    2^32 test fails for the same reason; its hint said to widen blockIdx.x, a wrong lead."""
+    tile = _wrong(4097, 4096, [(4096, "16312", "16313")])
+    graded = grade("07-scan", [("ScanCorrectness.Inclusive/4097", [value_of(SCAN_AT, SCAN_EXPR, tile)]),
+                                ("ScanHugeCorrectness.Propagate", [_huge("inclusive", 4096, 4294975545)])])
+    hint = graded["ScanHugeCorrectness.Propagate"].hint
+    assert "Smaller tests of this task fail too: fix those first" in hint and "blockIdx.x" not in hint
+
+
+def test_07_decoupled_race_after_the_look_back() -> None:
+    """dlb-no-barrier-after-lookback."""
+    log = race_log("void decoupled_scan_kernel<false>(const int *, int *, unsigned long, unsigned long long *, "
+                    "unsigned int *)", "07-scan/scan.cu:517", "07-scan/scan.cu:521")
+    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    assert t.task == "decoupled" and "only after a __syncthreads() that follows that write" in t.hint
+
+
+def test_07_decoupled_look_back_that_never_ends() -> None:
+    name = "ScanDecoupledCorrectness.Exclusive/16777216"
+    t = grade("07-scan", [], extra=[stopped(name, Category.TIMEOUT,
+                                              "the test did not finish within 300 s and was stopped")])[name]
+    assert t.task == "decoupled" and "a look-back waited for a status that never left X" in t.hint
+
+
+def test_07_hints_stay_with_their_task() -> None:
+    # The upper half of a Blelloch tile wrong: not Hillis-Steele's missing last step.
+    blelloch = _lab_hint("07-scan", [("BlockScanCorrectness.Blelloch/4096", "blelloch",
+                                      _wrong(4096, 512, [(512, "2041", "2050"), (513, "2045", "2049")], bad=2048))])[0]
+    assert "misses the last step" not in blelloch and "the __syncthreads() between loading a tile" in blelloch
+    # A Hillis-Steele scan off by a constant is not Blelloch's root.
+    hs = _block_scans("HillisSteele", True, lambda x: _hillis_steele(x, strict_guard=True), sizes=(1024,))
+    assert "conflict_free" not in hs["BlockScanCorrectness.HillisSteele/1024"].hint
+    # A whole-array scan wrong from index 32 on is not a warp-offset bug.
+    any_n = _lab_hint("07-scan", [("ScanCorrectness.Inclusive/4096", "any-n",
+                                   _wrong(4096, 32, [(32, "130", "125"), (33, "133", "128")], bad=4064))])[0]
+    assert "lane 31" not in any_n
+    # A memcheck finding in the Hillis-Steele kernel gets the grader's bounds advice, not the race advice.
+    oob = memcheck_log_short("Invalid __global__ write of size 4 bytes",
+                        "block_scan_hillis_steele_kernel(const int *, int *, unsigned long)", "07-scan/scan.cu:45")
+    t = grade("07-scan", [], extra=[sanitizer_result("memcheck", oob)])["sanitizer.memcheck"]
+    assert t.task == "hillis-steele" and "bounds guard" in t.hint and "__syncthreads" not in t.hint
