@@ -30,14 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.build.targets import COMPILED_REFERENCE_DIR, compiled_reference
+from grader.build.targets import (COMPILED_REFERENCE_DIR, COMPILED_REFERENCE_MANIFEST, archs_text,
+                                  compiled_reference, compiled_reference_manifest)
+from grader.host.toolkit import toolkit_root
 from grader.model.errors import Exit, GraderError
 
 if TYPE_CHECKING:
     from grader.model.labs import Lab
 
 REFERENCE_DIR = COMPILED_REFERENCE_DIR
-MANIFEST = f"{REFERENCE_DIR}/MANIFEST.json"
+MANIFEST = COMPILED_REFERENCE_MANIFEST
 # Turing to Blackwell: every architecture CUDA 13 compiles for that a course's students are likely to have.
 DEFAULT_ARCHS = ("75", "80", "86", "89", "90", "100", "120")
 FATBIN_MAGIC = 0xBA55ED50
@@ -50,24 +52,6 @@ class ReferenceError(GraderError):
 
     def __init__(self, message: str, code: Exit = Exit.BUILD) -> None:
         super().__init__(message, code)
-
-
-def library_path(root: Path, lab: Lab) -> Path:
-    """Where a tree holds the lab's compiled reference (it may not exist)."""
-    return compiled_reference(root, lab)
-
-
-def manifest(root: Path) -> dict:
-    """reference/MANIFEST.json of a tree ({} when it has none or it does not parse)."""
-    try:
-        data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def archs_text(archs: Sequence[str | int]) -> str:
-    return ", ".join(f"sm_{a}" for a in archs)
 
 
 # --- what a library holds ---------------------------------------------------------------------------------
@@ -123,13 +107,8 @@ def elf_sections(data: bytes) -> list[str]:
 def toolkit_ptx() -> frozenset[str]:
     """The PTX the CUDA toolkit's own device runtime (libcudadevrt.a) carries: a lab with dynamic
     parallelism links it into its library, and that PTX is NVIDIA's, not the reference's."""
-    places = [Path(os.environ[v]) / "lib64" for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        toolkit = Path(nvcc).resolve().parent.parent
-        places += [toolkit / "lib64", toolkit / "targets" / "x86_64-linux" / "lib"]
-    places.append(Path("/usr/local/cuda/lib64"))
-    for place in places:
+    root = toolkit_root()
+    for place in ([root / "lib64", root / "targets" / "x86_64-linux" / "lib"] if root else []):
         try:
             data = (place / "libcudadevrt.a").read_bytes()
         except OSError:
@@ -168,7 +147,7 @@ def check_libraries(out: Path, source_root: Path | None = None) -> list[str]:
     base = out / REFERENCE_DIR
     if not base.exists():
         return []
-    data = manifest(out)
+    data = compiled_reference_manifest(out)
     listed = data.get("libraries", {}) if isinstance(data.get("libraries"), dict) else {}
     problems = [] if data else [f"{MANIFEST} is missing or not JSON"]
     allowed_ptx = toolkit_ptx()
@@ -244,8 +223,8 @@ def build(root: Path, out: Path, labs: Sequence[Lab], archs: Sequence[str], jobs
              source, "compiling the references")
         written, libraries = [], {}
         for lab in labs:
-            built = binary / "lib" / library_path(out, lab).name
-            dest = library_path(out, lab)
+            built = binary / "lib" / compiled_reference(out, lab).name
+            dest = compiled_reference(out, lab)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(built, dest)
             if shutil.which("strip"):

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.model.labs import Lab
 
 COMPILED_REFERENCE_DIR = "reference"
+COMPILED_REFERENCE_MANIFEST = f"{COMPILED_REFERENCE_DIR}/MANIFEST.json"  # the archs, the toolkit, the sha256s
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,19 @@ def compiled_reference(root: Path, lab: Lab) -> Path:
     """Where a student release holds the lab's reference as a compiled library (it may not exist):
     grader/authoring/release_reference.py writes it, cmake/CudaLab.cmake links the tests against it."""
     return root / COMPILED_REFERENCE_DIR / lab.name / f"lib{lab.target_prefix}_solution_code.so"
+
+
+def compiled_reference_manifest(root: Path) -> dict:
+    """reference/MANIFEST.json of a tree ({} when it has none or it does not parse)."""
+    try:
+        data = json.loads((root / COMPILED_REFERENCE_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def archs_text(archs: Sequence[str | int]) -> str:
+    return ", ".join(f"sm_{a}" for a in archs)
 
 
 def has_compiled_reference(lab: Lab) -> bool:

@@ -9,7 +9,6 @@ goes over. It reads no context: everything it needs is an argument.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -209,19 +208,15 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
 def compiled_reference_note(lab: Lab, properties: dict[str, str], missing: int) -> str:
     """Why a release's compiled reference timed fewer perf tests than the student's binary ran: most
     often a GPU it was not compiled for."""
-    from grader.build.targets import COMPILED_REFERENCE_DIR
+    from grader.build.targets import COMPILED_REFERENCE_DIR, archs_text, compiled_reference_manifest
 
-    try:
-        archs = [int(a) for a in json.loads((lab.root / COMPILED_REFERENCE_DIR / "MANIFEST.json")
-                                            .read_text(encoding="utf-8")).get("archs", [])]
-    except (OSError, ValueError, TypeError):
-        archs = []
+    archs = [a for a in compiled_reference_manifest(lab.root).get("archs", []) if isinstance(a, int)]
     cc = properties.get("gpu_compute_capability", "")
     arch = int(cc.replace(".", "")) if cc.replace(".", "").isdigit() else None
     head = (f"the compiled reference in {COMPILED_REFERENCE_DIR}/{lab.name}/ timed {missing} perf test(s) fewer than "
             "your binary ran, so those perf points cannot be scored")
     if arch is not None and archs and arch not in archs:
-        return (f"{head}: it holds machine code for {', '.join(f'sm_{a}' for a in archs)}, and this GPU is "
+        return (f"{head}: it holds machine code for {archs_text(archs)}, and this GPU is "
                 f"sm_{arch}. Ask your instructor for a release made with --reference-archs {arch}.")
     return f"{head}: its perf tests failed on this GPU (run bin/{lab.target_prefix}_solution to see why)."
 

@@ -7,7 +7,7 @@ import fnmatch
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.isolate import process
@@ -79,6 +79,13 @@ class RunPolicy:
     def timeout(self, timeout_s: float) -> float:
         left = self.remaining()
         return timeout_s if left is None else max(0.1, min(timeout_s, left))
+
+    def for_tool(self, timeout_s: float) -> tuple[float, RunPolicy]:
+        """(the wall limit, this policy) for a run under a tool in front of the binary (compute-sanitizer,
+        ncu): the tool runs threads of its own, so CPU time may well exceed wall time."""
+        limit = self.timeout(timeout_s)
+        limits = process.Limits(cpu_s=int(limit * 8 + 60), file_bytes=self.limits.file_bytes, nproc=self.limits.nproc)
+        return limit, replace(self, limits=limits)
 
     def cap_message(self) -> str:
         cap = f" ({self.cap_s:g} s)" if self.cap_s else ""

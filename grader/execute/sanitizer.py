@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.execute import runs
 from grader.execute.lab_run import Graded
 from grader.execute.runner import Runner
 from grader.host.toolkit import find_sanitizer
-from grader.isolate import process
 from grader.model.labs import Lab
 from grader.model.results import Category, Status, TestResult
 from grader.model.text import truncate
@@ -198,10 +197,7 @@ def run_tool(
     """One tool over the binary's correctness tests at small sizes (gtest_filter: test_filter's)."""
     policy = policy or runs.DEFAULT_POLICY
     name = f"{SUITE}.{tool}"
-    limit = policy.timeout(timeout_s)
-    # The tool runs threads of its own: CPU time may well exceed wall time.
-    limits = process.Limits(cpu_s=int(limit * 8 + 60), file_bytes=policy.limits.file_bytes, nproc=policy.limits.nproc)
-    tool_policy = replace(policy, limits=limits)
+    limit, tool_policy = policy.for_tool(timeout_s)
     tool_root = str(Path(sanitizer).resolve().parent.parent)
     launched = runs.launch(Path(binary), [f"--gtest_filter={gtest_filter}"], limit, env, tool_policy, small=True,
                            prefix=lambda ch: sanitizer_argv(sanitizer, tool, ch[0].path), extra_channels=1,

@@ -4,7 +4,7 @@ instructor. No points: the report shows them, and the reference values never lea
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 ANSWERS_FILE = "answers.md"
@@ -33,9 +33,6 @@ class LabAnswers:
     @property
     def written(self) -> int:
         return sum(a.status != "blank" for a in self.answers)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LabAnswers:

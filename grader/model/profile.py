@@ -3,7 +3,7 @@ timed kernel's metrics, the GPU's peaks for the roofline, and why a profile is m
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -29,9 +29,6 @@ class LabProfile:
     peak_flop_per_s: float = 0.0  # FP32, at the clock ncu profiled at
     peak_bytes_per_s: float = 0.0  # DRAM
     kernels: list[KernelProfile] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LabProfile:

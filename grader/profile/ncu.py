@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
-import shutil
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
+
 
 # The sections whose metrics grader/profile/metrics.py reads (`ncu --list-sections` names them); fewer
 # than --set full, so each kernel replays fewer times.
@@ -27,22 +25,6 @@ PERMISSION_HELP = (
 NOT_FOUND_HELP = (
     "Nsight Compute (ncu) was not found: it ships with the CUDA toolkit (bin/ncu) and as its own package "
     "(nsight-compute). Put it on the PATH or set CUDALAB_NCU=/path/to/ncu. The grade itself is not affected.")
-
-
-def find_ncu(environ: dict[str, str] | None = None) -> str | None:
-    """CUDALAB_NCU, else ncu on the PATH, else beside nvcc, else the toolkit's usual places."""
-    environ = dict(os.environ if environ is None else environ)
-    if environ.get("CUDALAB_NCU"):
-        return environ["CUDALAB_NCU"] if Path(environ["CUDALAB_NCU"]).is_file() else None
-    found = shutil.which("ncu", path=environ.get("PATH"))
-    if found:
-        return found
-    places = [Path(environ[v]) / "bin" / "ncu" for v in ("CUDA_HOME", "CUDA_PATH") if environ.get(v)]
-    nvcc = shutil.which("nvcc", path=environ.get("PATH"))
-    if nvcc:
-        places.append(Path(nvcc).resolve().parent / "ncu")
-    places.append(Path("/usr/local/cuda/bin/ncu"))
-    return next((str(p) for p in places if p.is_file()), None)
 
 
 def version(ncu: str) -> str:

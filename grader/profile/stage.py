@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from grader.execute import runs
 from grader.execute.runner import Runner
-from grader.isolate import process
+from grader.host.toolkit import find_ncu
 from grader.model.labs import Lab
 from grader.model.profile import KernelProfile, LabProfile
 from grader.model.results import Status, TestResult
@@ -40,10 +39,7 @@ def _chosen(lab: Lab, tests: list[TestResult]) -> list[TestResult]:
 
 def _one(ncu_path: str, binary: Path, test: str, regex: str, runner: Runner, timeout_s: float) -> tuple[str, str]:
     """One confined run of binary's test under ncu: (its raw CSV, what the run printed)."""
-    limit = runner.policy.timeout(timeout_s)
-    limits = process.Limits(cpu_s=int(limit * 8 + 60), file_bytes=runner.policy.limits.file_bytes,
-                            nproc=runner.policy.limits.nproc)
-    policy = replace(runner.policy, limits=limits)
+    limit, policy = runner.policy.for_tool(timeout_s)
     tool = Path(ncu_path)
     roots = sorted({str(tool.parent.parent), str(tool.resolve().parent)})
     launched = runs.launch(binary, [f"--gtest_filter={test}"], limit, runner.env, policy,
@@ -53,7 +49,7 @@ def _one(ncu_path: str, binary: Path, test: str, regex: str, runner: Runner, tim
 
 
 def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, reference: Path | None, runner: Runner,
-                *, gpu_available: bool, timeout_s: float | None = None, find: Callable[[], str | None] = ncu.find_ncu,
+                *, gpu_available: bool, timeout_s: float | None = None, find: Callable[[], str | None] = find_ncu,
                 ) -> LabProfile:
     """Profile the lab's scored perf tests in the student's binary (and the reference's); see the module."""
     if not gpu_available:

@@ -13,6 +13,7 @@ import pytest
 
 from grader.execute import runs
 from grader.execute.runner import Runner
+from grader.host.toolkit import find_ncu
 from grader.model.labs import discover
 from grader.model.profile import LabProfile
 from grader.model.progress import Progress
@@ -105,7 +106,7 @@ def test_no_ncu_and_no_gpu_say_what_is_missing() -> None:
     assert got.status == "unavailable" and got.message == ncu.NOT_FOUND_HELP
     assert profile_lab(_lab(Path("/nonexistent")), [], None, None, runner, gpu_available=False).message.startswith(
         "no GPU here")
-    assert ncu.find_ncu({"CUDALAB_NCU": "/nonexistent/ncu", "PATH": ""}) is None
+    assert find_ncu({"CUDALAB_NCU": "/nonexistent/ncu", "PATH": ""}) is None
 
 
 def _lab(root: Path):

@@ -103,7 +103,7 @@ def test_two_references_of_this_repository_compile_clean(tmp_path: Path) -> None
     assert written == ["reference/01-hello/liblab01_solution_code.so",
                        "reference/11-quicksort/liblab11_solution_code.so", rr.MANIFEST]
     assert rr.check_libraries(tmp_path, ROOT) == []
-    data = rr.manifest(tmp_path)
+    data = rr.compiled_reference_manifest(tmp_path)
     assert data["archs"] == [90]
     for rel in written[:2]:
         body = (tmp_path / rel).read_bytes()
