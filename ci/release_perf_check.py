@@ -14,12 +14,13 @@ Prints a table; exits 1 when a check fails, 3 when a step could not run.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SLOW_LAB = "05-tiled-matmul"
 SLOW_FILE = "matmul.cu"
@@ -44,22 +45,13 @@ def gpu_arch() -> str:
 
 
 def perf_points(results: Path) -> dict[str, dict]:
-    """{lab: {"score", "max", "perf": {test: (earned, points, ratio)}}} from a results.json."""
-    data = json.loads(results.read_text())
-    labs = {}
-    for lab in data["labs"]:
-        perf = {}
-        for t in lab["tests"]:
-            p = t.get("perf")
-            if not p or not p.get("points"):
-                continue
-            impl = next((v for v in p.get("variants", []) if v.get("name") == "impl"), None)
-            ref = p.get("reference")
-            ratio = ref["median_ms"] / impl["median_ms"] if impl and ref and impl.get("median_ms") else None
-            perf[t["name"]] = (p.get("earned", 0.0), p["points"], ratio)
-        labs[lab["name"]] = {"score": lab["score"], "max": lab["max_score"], "perf": perf,
-                             "messages": lab.get("messages", [])}
-    return labs
+    """{lab: {"score", "max", "perf": {test: (earned, points, ratio to the reference)}, "messages"}}."""
+    from grader.model.results import Results
+
+    return {lab.name: {"score": lab.score, "max": lab.max_score, "messages": lab.messages,
+                       "perf": {t.name: (t.perf.earned, t.perf.points, t.perf.ratio_to_reference)
+                                for t in lab.tests if t.perf is not None and t.perf.points}}
+            for lab in Results.load(results).labs}
 
 
 def slow_variant(solution: Path, dest: Path) -> Path:
@@ -103,6 +95,8 @@ def compare(name: str, release: dict, instructor: dict, tolerance: float, full: 
 
 
 def main() -> int:
+    from grader.model.results import ResultsError
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--preset", default="default")
@@ -147,7 +141,7 @@ def main() -> int:
                             perf_points(solution_results), args.tolerance, full=True)
         vrows, vbad = compare("slow 05", perf_points(work / "variant-release" / "results.json"),
                               perf_points(work / "variant-instructor" / "results.json"), args.tolerance, full=False)
-    except (OSError, ValueError, KeyError) as err:
+    except (OSError, ValueError, KeyError, ResultsError) as err:
         print(f"release_perf_check: a grade wrote no usable results.json ({err}); see {log}")
         return 3
     table = "\n".join(rows + vrows)
