@@ -130,7 +130,10 @@ if {deny!r}:
     sys.exit(1)
 program = next(i for i, a in enumerate(args) if os.path.isabs(a) and os.access(a, os.X_OK))
 src = {str(ref)!r} if "solution" in args[program] else {str(yours)!r}
-open(log, "w").write(open(src).read())
+count = int(args[args.index("--launch-count") + 1])
+lines = open(src).read().splitlines()
+header = next(i for i, ln in enumerate(lines) if ln.startswith('"ID",'))
+open(log, "w").write("\\n".join(lines[:header + 2 + count]) + "\\n")  # the first `count` launches, as ncu
 sys.exit(subprocess.run(args[program:]).returncode)
 """)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
@@ -149,7 +152,9 @@ def test_the_stage_runs_ncu_on_yours_and_the_reference(tmp_path: Path) -> None:
     assert got.status == "ok", got.message
     assert [k.role for k in got.kernels] == ["yours", "reference"]
     assert advice.short_name(got.kernels[0].kernel) == "transpose_padded_kernel"
-    assert advice.short_name(got.kernels[1].kernel).startswith("sm80_xmma_gemm_f32f32")
+    # The reference's first matching launch is cuBLAS's (the test's expected matrix): the stage profiles more
+    # launches and takes the first of the lab's own kernels, never a library's.
+    assert advice.short_name(got.kernels[1].kernel) == "fast::matmul_fast_kernel<1>"
     assert got.peak_bytes_per_s == pytest.approx(4.81e12, rel=0.01)
     assert any(a.startswith("DRAM is 74% busy") for a in got.kernels[0].advice)
     (tmp_path / "denied").mkdir()
