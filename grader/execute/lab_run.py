@@ -23,6 +23,32 @@ from grader.model.results import BuildResult, Category, PerfSeries, Status, Test
 
 PERF_FILTER = "*Perf.*"
 CORRECTNESS_FILTER = "-*Perf.*"
+# Suites of inputs past 2^31 or 2^32 elements (seconds each) run after the lab's other correctness tests,
+# in a process of their own: GoogleTest runs plain TESTs before every TEST_P, so a lab's huge TEST would
+# otherwise come first, the student would wait for it before the small failures that explain it, and the
+# mutation gate would stop at it.
+HUGE_SUITES = "*HugeCorrectness.*"
+GATE_DECIDED = "not run: a test of an earlier run of this binary failed, which decides the mutation gate"
+
+
+def run_filters(expected: list[str] | None, perf: bool) -> list[str | None]:
+    """The binary's runs, in order, as --gtest_filter values (None: everything)."""
+    names = expected or []
+    correctness = [n for n in names if test_kind(n) != "perf"]
+    if not perf:
+        filters: list[str | None] = [CORRECTNESS_FILTER]
+    elif expected is not None and correctness and len(correctness) < len(names):
+        # The perf tests in a process of their own, as the reference's are timed (reference_timings):
+        # what the correctness tests leave behind (the device runtime's launch pools, allocator caches, a
+        # warm or cold L2) then weighs on neither side, and the two times compare.
+        filters = [CORRECTNESS_FILTER, PERF_FILTER]
+    else:
+        filters = [None]
+    huge = [n for n in correctness if runs.filter_matches(n, HUGE_SUITES)]
+    if not huge or len(huge) == len(correctness):
+        return filters
+    first = filters[0]  # None or CORRECTNESS_FILTER: the correctness tests, split in two
+    return [f"{first}:{HUGE_SUITES}" if first else f"-{HUGE_SUITES}", HUGE_SUITES, *filters[1:]]
 
 
 @dataclass(frozen=True)
@@ -167,18 +193,16 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
     def shown(name: str) -> str:
         return hidden.progress_name(name, binary.target, conceal)
 
-    filters: list[str | None] = [None]
     if not request.perf:  # correctness only: perf tests are neither run nor expected
-        filters = [CORRECTNESS_FILTER]
         expected = None if expected is None else [n for n in expected if test_kind(n) != "perf"]
-    elif expected is not None and any(test_kind(n) == "perf" for n in expected) \
-            and any(test_kind(n) != "perf" for n in expected):
-        # The perf tests in a process of their own, as the reference's are timed (reference_timings):
-        # what the correctness tests leave behind (the device runtime's launch pools, allocator
-        # caches, a warm or cold L2) then weighs on neither side, and the two times compare.
-        filters = [CORRECTNESS_FILTER, PERF_FILTER]
-    passes = []
+    filters = run_filters(expected, request.perf)
+    passes: list[runs.BinaryRun] = []
     for gtest_filter in filters:
+        if request.stop_at_first_failure and correctness_failed([t for p in passes for t in p.tests]):
+            wanted = [n for n in expected or [] if runs.filter_matches(n, gtest_filter)]
+            passes.append(runs.BinaryRun(tests=[runs.not_run_test(n, binary.label, Category.HARNESS, GATE_DECIDED)
+                                                for n in wanted], properties={}, notes=[]))
+            continue
         stop = runner.stopped() if passes else None
         if stop is not None:
             wanted = [n for n in expected or [] if runs.filter_matches(n, gtest_filter)]

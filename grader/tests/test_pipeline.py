@@ -266,3 +266,36 @@ def test_perf_tests_run_in_a_process_of_their_own(lab_root: Path, builder: FakeB
     log.unlink()
     run(lab_root, builder, perf=False)
     assert log.read_text().splitlines() == ["-*Perf.*"]
+
+
+def _with_huge(fail_small: bool) -> list[dict]:
+    """The fake lab's tests with a plain TEST over 2^32 elements listed first, where GoogleTest runs it."""
+    huge = {"name": "AddHugeCorrectness.FourBillion", "do": "fail", "message": "1712 item(s) wrong, the first at index 4294967296"}
+    return [huge, *add_tests(fail_small=fail_small)]
+
+
+def test_huge_inputs_run_after_the_other_correctness_tests(lab_root: Path, builder: FakeBuilder,
+                                                           tmp_path: Path) -> None:
+    """A lab's huge suite runs last, in a process of its own: the small failures that explain it come first
+    (and reach the console first), and the mutation gate stops at them, not at the huge test."""
+    log = tmp_path / "runs.log"
+    builder.specs["lab01_solution"] = spec([{"name": "AddHugeCorrectness.FourBillion", "do": "pass"},
+                                           *solution_spec(1.0)["tests"]])  # the tests to expect
+    builder.specs["lab01_student"] = spec(_with_huge(fail_small=True), log=str(log))
+    lab = run(lab_root, builder).labs[0]
+    assert log.read_text().splitlines() == ["-*Perf.*:*HugeCorrectness.*", "*HugeCorrectness.*", "*Perf.*"]
+    assert [t.name for t in lab.tests][:2] == ["AddCorrectness.Small/1", "AddCorrectness.Small/257"]
+    assert lab.tests[-2].name == "AddHugeCorrectness.FourBillion" and lab.tests[-2].status is Status.FAILED
+    # The gate (correctness only, stop at the first failure): the small failure decides; the huge run is
+    # not started, and says why.
+    log.unlink()
+    gated = run(lab_root, builder, perf=False, stop_at_first_failure=True).labs[0]
+    assert log.read_text().splitlines() == ["-*Perf.*:*HugeCorrectness.*"]
+    huge = next(t for t in gated.tests if t.name == "AddHugeCorrectness.FourBillion")
+    assert huge.status is Status.NOT_RUN and "decides the mutation gate" in huge.message
+    # Nothing small fails: the huge run still happens, and its failure is the one reported.
+    log.unlink()
+    builder.specs["lab01_student"] = spec(_with_huge(fail_small=False), log=str(log))
+    gated = run(lab_root, builder, perf=False, stop_at_first_failure=True).labs[0]
+    assert log.read_text().splitlines() == ["-*Perf.*:*HugeCorrectness.*", "*HugeCorrectness.*"]
+    assert [t.name for t in gated.tests if t.status is Status.FAILED] == ["AddHugeCorrectness.FourBillion"]
