@@ -37,7 +37,7 @@ MIN_BUGS = 12  # per lab (issue 12's bar)
 MIN_CORRECT = 3
 CAUGHT_GOAL = 0.95  # of a lab's bug mutants
 REFERENCE_ID = "00-reference"  # the batch row of the unmodified solution
-_HEADER = re.compile(r"^#\s*(kind|task|what)\s*:\s*(.*?)\s*$")
+_HEADER = re.compile(r"^#\s*(kind|task|what|cause)\s*:\s*(.*?)\s*$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -53,6 +53,7 @@ class Mutant:
     task: str
     what: str
     path: Path
+    cause: str = ""  # a bug's planted cause (grader/score/causes.py): what its report should name first
 
     @property
     def student(self) -> str:
@@ -82,7 +83,10 @@ def parse_mutant(lab: Lab, path: Path) -> Mutant:
         raise MutantError(f"{rel}: the header lacks {', '.join(f'# {k}:' for k in missing)}")
     if fields["kind"] not in KINDS:
         raise MutantError(f"{rel}: kind is {fields['kind']!r}; it must be one of {', '.join(KINDS)}")
-    return Mutant(lab.name, name, fields["kind"], fields["task"], fields["what"], path)
+    if fields["kind"] == "bug" and not fields.get("cause"):
+        raise MutantError(f"{rel}: a bug's header needs # cause: (the id of what it plants, declared in a "
+                          "[causes] table of the lab's hints.toml or the grader's)")
+    return Mutant(lab.name, name, fields["kind"], fields["task"], fields["what"], path, fields.get("cause", ""))
 
 
 def load_mutants(lab: Lab) -> list[Mutant]:
@@ -108,8 +112,15 @@ class LabCheck:
 def check_lab(lab: Lab, minimum: bool = True) -> LabCheck:
     """Without a GPU: every mutant is well formed, names a task of lab.toml, still applies and changes
     the file; with minimum, the lab has at least MIN_BUGS bugs and MIN_CORRECT correct alternatives."""
+    from grader.score import causes
+
     out = LabCheck(lab.name)
     tasks = {t.id for t in lab.tasks}
+    try:
+        known = causes.declared(lab.path)
+    except causes.CausesError as err:
+        out.problems.append(str(err))
+        known = {}
     base = (lab.solution_dir / lab.student_files[0]).read_text() if lab.solution_dir.is_dir() else ""
     folder = mutants_dir(lab)
     for path in sorted(folder.glob("*.patch")) if folder.is_dir() else []:
@@ -118,6 +129,9 @@ def check_lab(lab: Lab, minimum: bool = True) -> LabCheck:
             if mutant.task not in tasks:
                 raise MutantError(f"{lab.name}/mutants/{path.name}: task {mutant.task!r} is not a task of lab.toml "
                                   f"({', '.join(sorted(tasks))})")
+            if mutant.kind == "bug" and known and mutant.cause not in known:
+                raise MutantError(f"{lab.name}/mutants/{path.name}: cause {mutant.cause!r} is declared in no "
+                                  f"[causes] table (labs/{lab.name}/hints.toml or grader/score/hints.toml)")
             if mutated_source(lab, mutant) == base:
                 raise MutantError(f"{lab.name}/mutants/{path.name}: the patch changes nothing")
         except (MutantError, PatchError) as err:

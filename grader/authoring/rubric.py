@@ -36,7 +36,7 @@ from grader.execute.gtest import GtestError
 from grader.model.labs import LAB_DIR, LabError, lab_directories, load_lab, select
 from grader.execute.runs import list_tests
 from grader.authoring.rubric_checks import Listing, Problem, TomlChecker, glob_problem, relative
-from grader.score import hints
+from grader.score import causes, hints
 
 try:
     import tomllib
@@ -203,8 +203,15 @@ def lab_hints_problems(lab_dir: Path, root: Path, task_ids: list[Any]) -> list[P
         own = hints.parse_hints(path.read_text(), file)
     except (OSError, UnicodeDecodeError, hints.HintsError) as err:
         return [Problem(file, "file", str(err).removeprefix(f"{file}: "))]
-    return [Problem(file, f"hint #{i} task", f"{h.task!r} is not a public task of this lab")
-            for i, h in enumerate(own, start=1) if h.task is not None and h.task not in task_ids]
+    out = [Problem(file, f"hint #{i} task", f"{h.task!r} is not a public task of this lab")
+           for i, h in enumerate(own, start=1) if h.task is not None and h.task not in task_ids]
+    try:
+        known = causes.declared(lab_dir)
+    except causes.CausesError as err:
+        return out + [Problem(file, "causes", str(err))]
+    return out + [Problem(file, f"hint #{i} causes", f"{', '.join(bad)} declared in no [causes] table (this file's "
+                                                     "or grader/score/hints.toml's)")
+                  for i, h in enumerate(own, start=1) if (bad := causes.undeclared(h.causes, known))]
 
 
 def check_labs(root: Path, selectors: list[str], bin_dir: Path | None) -> list[LabCheck]:

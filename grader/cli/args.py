@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="test binaries on the GPU at a time (default 3: correctness runs need no quiet GPU)")
     p.add_argument("--gpus", metavar="all|0,1",
                    help="grade on these GPUs (nvidia-smi's indices), each running --gpu-runs test binaries at a time")
+    p.add_argument("--diagnose", action="store_true",
+                   help="grade each bug as a student's grade runs (every test, the sanitizers after a failure), so "
+                        "that its report shows what a student would read first (bench/diagnosis_table.py); slower")
 
     p = verbs.add_parser("report", help="render every report from a results.json")
     p.add_argument("--from", dest="source", type=Path, required=True, help="a results.json")
@@ -317,7 +320,7 @@ def dispatch(args: argparse.Namespace) -> Exit:
     if args.verb == "mutants":
         return commands.cmd_mutants(root, args.labs, check=args.check, out=args.out, jobs=args.jobs,
                                     preset=args.preset, timeout_s=args.timeout_s, quiet=args.quiet,
-                                    gpu_runs=args.gpu_runs, gpus=args.gpus)
+                                    gpu_runs=args.gpu_runs, gpus=args.gpus, diagnose=args.diagnose)
     if args.verb == "batch":
         from grader.course.batch.runner import cmd_batch
 

@@ -309,6 +309,7 @@ def cmd_mutants(
     quiet: bool = False,
     gpu_runs: int = 3,
     gpus: str | None = None,
+    diagnose: bool = False,
     stdout: TextIO | None = None,
     batch: Callable[..., Exit] | None = None,
 ) -> Exit:
@@ -346,7 +347,9 @@ def cmd_mutants(
     # Correctness only: perf is not judged here, and a mutant's perf tests would only cost GPU time.
     # Several correctness runs share the GPU at a time, and a mutant that failed a test is caught already:
     # its run stops at that failure, nothing is re-run alone, and the sanitizer runs only where every
-    # test passed. A correct alternative and the reference pass, so they run everything.
+    # test passed. A correct alternative and the reference pass, so they run everything. With diagnose,
+    # every mutant is graded as a student's grade runs (every test, the sanitizers after a failure): its
+    # report then shows first what a student's would (bench/diagnosis_table.py reads it).
     devices = None
     if gpus is not None:
         from grader.course.batch.gpus import parse_gpus
@@ -354,7 +357,7 @@ def cmd_mutants(
         devices = parse_gpus(gpus)
     # No similarity report: every mutant is a copy of the reference by design.
     options = dict(force=True, preset=preset, timeout_s=timeout_s, quiet=quiet, perf=False,
-                   gpu_runs=gpu_runs, sanitize_failing=False, stop_at_first_failure=True, similarity=False)
+                   gpu_runs=gpu_runs, sanitize_failing=diagnose, stop_at_first_failure=not diagnose, similarity=False)
     cores = os.cpu_count() or 1
     if devices is not None and len(devices) > 1 and len(labs) > 1:
         # One lane per GPU, labs spread over them: a lab's batch ends with its slowest runs (the

@@ -33,6 +33,7 @@ class Hint:
     signature: str | None = None
     test: str | None = None  # a glob over the test's name (a lab's own hints)
     task: str | None = None  # the task the test belongs to (a lab's own hints)
+    causes: tuple[str, ...] = ()  # what it explains (grader/score/causes.py): the diagnosis table's key
 
     def fits(self, category: Category, message: str, signatures: set[str], test: str = "",
              task: str | None = None) -> bool:
@@ -68,11 +69,19 @@ def parse_hints(text: str, source: str = "hints.toml") -> list[Hint]:
                     signature=entry.get("signature"),
                     test=entry.get("test"),
                     task=entry.get("task"),
+                    causes=_causes(entry.get("causes", [])),
                 )
             )
         except (KeyError, ValueError, re.error) as err:
             raise HintsError(f"{source}: hint #{i}: {err}") from None
     return hints
+
+
+def _causes(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and re.match(r"^[a-z0-9][a-z0-9-]*$", v)
+                                              for v in value):
+        raise ValueError("causes must be a list of ids (lower-case letters, digits and dashes)")
+    return tuple(value)
 
 
 @lru_cache(maxsize=None)

@@ -34,7 +34,17 @@ def test_each_caught_bug_is_counted_by_its_first_failure(tmp_path: Path) -> None
     tree = tmp_path / "tree"
     write_lab(tree)
     (tree / "labs" / "01-add" / "hints.toml").write_text(
-        f'[[hint]]\ncategory = "wrong_answer"\ntest = "AddCorrectness.Carry*"\ntext = "{LAB_HINT}"\n')
+        '[causes]\ncarry = "the carry between tiles is lost"\n\n'
+        f'[[hint]]\ncategory = "wrong_answer"\ntest = "AddCorrectness.Carry*"\ntext = "{LAB_HINT}"\n'
+        'causes = ["carry"]\n')
+    # What each bug plants (its header's cause): the table checks the first hint against it.
+    planted = {"lab-hint": "carry", "tail": "guard", "race": "missing-barrier", "crash": "out-of-bounds",
+               "missed": "guard", "default": "carry"}
+    mutants = tree / "solutions" / "01-add" / "mutants"
+    mutants.mkdir(parents=True)
+    for name, cause in planted.items():
+        (mutants / f"{name}.patch").write_text(f"# kind: bug\n# task: small\n# what: x\n# cause: {cause}\n"
+                                               "--- a\n+++ b\n")
     out = tmp_path / "mutants"
     failed = dict(status=Status.FAILED, task="small")
     _mutant(out, "bug-lab-hint", TResult("AddCorrectness.Carry/1", category=Category.WRONG_ANSWER,
@@ -52,7 +62,33 @@ def test_each_caught_bug_is_counted_by_its_first_failure(tmp_path: Path) -> None
     _mutant(out, "correct-alt", TResult("AddCorrectness.Small/2", category=Category.WRONG_ANSWER,
                                            message="Expected equality", **failed))
     rows = diagnosis_table.table(out, tree)
-    assert rows == {"01-add": {"lab hint": 1, "pattern": 1, "sanitizer": 1, "grader hint": 1, "default": 1}}
+    assert rows["01-add"].kinds == {"lab hint": 1, "pattern": 1, "sanitizer": 1, "grader hint": 1, "default": 1}
+    # Right: the lab hint (carry), the tail's grader hint (guard), racecheck's (missing-barrier). Wrong: the
+    # crash's hint names a host fault, not the out-of-bounds index; the default names nothing.
+    row = rows["01-add"]
+    assert (row.right, row.labelled) == (3, 5)
+    assert sorted(m.split(":")[0] for m in row.misses) == ["crash", "default"]
+    assert "plants out-of-bounds; the first hint (AddCorrectness.Small/1) names host-fault" in " ".join(row.misses)
     text = diagnosis_table.render(rows)
     assert "01-add" in text and "4 of 5 caught bugs (80 %) are explained by more than the category's default" in text
+    assert "3/5  60 %" in text and "not met in 01-add" in text
     assert Results.load(out / "01-add" / "graded" / "bug-tail" / "results.json").labs[0].tests[0].hint
+
+
+def test_a_gate_that_stopped_each_bug_at_its_first_failure_is_named(tmp_path: Path) -> None:
+    """Without --diagnose the gate stops a bug at its first failure and skips the sanitizers: the table says
+    its first entries are not what a student's full report shows first."""
+    tree = tmp_path / "tree"
+    write_lab(tree)
+    out = tmp_path / "mutants"
+    failed = TResult("AddCorrectness.Small/257", status=Status.FAILED, task="small", category=Category.WRONG_ANSWER,
+                     message=TAIL)
+    _mutant(out, "bug-full", failed)
+    assert diagnosis_table.table(out, tree)["01-add"].cut_short == 0
+    results = Results.load(out / "01-add" / "graded" / "bug-full" / "results.json")
+    results.labs[0].tests.append(TResult("sanitizer.racecheck", status=Status.NOT_RUN, category=Category.HARNESS,
+                                         message="not run: a correctness test failed already"))
+    results.save(out / "01-add" / "graded" / "bug-full" / "results.json")
+    rows = diagnosis_table.table(out, tree)
+    assert rows["01-add"].cut_short == 1
+    assert "1 of 1 caught bugs were graded only up to their first failure" in diagnosis_table.render(rows)

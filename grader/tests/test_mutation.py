@@ -69,7 +69,7 @@ def _write(lab, name: str, header: str, body: str = GUARD) -> Path:
 
 def test_a_well_formed_mutant_parses_and_applies(tmp_path):
     lab = _lab(tmp_path)
-    _write(lab, "guard-off-by-one", "# kind: bug\n# task: one-per-thread\n# what: the guard is i <= n\n")
+    _write(lab, "guard-off-by-one", "# kind: bug\n# task: one-per-thread\n# what: the guard is i <= n\n# cause: guard\n")
     (m,) = mutation.load_mutants(lab)
     assert (m.kind, m.task, m.student) == ("bug", "one-per-thread", "bug-guard-off-by-one")
     assert "if (i <= n)" in mutation.mutated_source(lab, m)
@@ -80,9 +80,11 @@ def test_a_well_formed_mutant_parses_and_applies(tmp_path):
 @pytest.mark.parametrize("header, body, says", [
     ("# kind: bug\n# task: one-per-thread\n", GUARD, "lacks # what:"),
     ("# kind: typo\n# task: one-per-thread\n# what: x\n", GUARD, "kind is 'typo'"),
-    ("# kind: bug\n# task: no-such-task\n# what: x\n", GUARD, "is not a task of lab.toml"),
-    ("# kind: bug\n# task: one-per-thread\n# what: x\n", GUARD.replace("const int i", "const long i"), "no longer matches"),
-    ("# kind: bug\n# task: one-per-thread\n# what: x\n", "--- a\n+++ b\n", "no hunk"),
+    ("# kind: bug\n# task: no-such-task\n# what: x\n# cause: guard\n", GUARD, "is not a task of lab.toml"),
+    ("# kind: bug\n# task: one-per-thread\n# what: x\n# cause: guard\n", GUARD.replace("const int i", "const long i"), "no longer matches"),
+    ("# kind: bug\n# task: one-per-thread\n# what: x\n# cause: guard\n", "--- a\n+++ b\n", "no hunk"),
+    ("# kind: bug\n# task: one-per-thread\n# what: x\n", GUARD, "needs # cause:"),
+    ("# kind: bug\n# task: one-per-thread\n# what: x\n# cause: gaurd\n", GUARD, "'gaurd' is declared in no [causes]"),
 ])
 def test_a_broken_mutant_is_named_with_what_is_wrong(tmp_path, header, body, says):
     lab = _lab(tmp_path)
@@ -93,7 +95,7 @@ def test_a_broken_mutant_is_named_with_what_is_wrong(tmp_path, header, body, say
 
 def test_a_lab_below_the_minimum_is_reported(tmp_path):
     lab = _lab(tmp_path)
-    _write(lab, "guard-off-by-one", "# kind: bug\n# task: one-per-thread\n# what: the guard is i <= n\n")
+    _write(lab, "guard-off-by-one", "# kind: bug\n# task: one-per-thread\n# what: the guard is i <= n\n# cause: guard\n")
     problems = mutation.check_lab(lab).problems
     assert any("1 bug mutant(s); a lab needs at least 12" in p for p in problems)
     assert any("0 correct alternative(s)" in p for p in problems)
@@ -126,9 +128,9 @@ def _fake_batch(scores: dict[str, dict]):
 def test_run_judges_caught_missed_and_alternatives(tmp_path):
     lab = _lab(tmp_path)
     name = lab.name
-    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
-    _write(lab, "missed", "# kind: bug\n# task: one-per-thread\n# what: b\n")
-    _write(lab, "no-compile", "# kind: bug\n# task: one-per-thread\n# what: c\n")
+    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n# cause: guard\n")
+    _write(lab, "missed", "# kind: bug\n# task: one-per-thread\n# what: b\n# cause: guard\n")
+    _write(lab, "no-compile", "# kind: bug\n# task: one-per-thread\n# what: c\n# cause: guard\n")
     _write(lab, "alt-ok", "# kind: correct\n# task: one-per-thread\n# what: d\n")
     _write(lab, "alt-bad", "# kind: correct\n# task: one-per-thread\n# what: e\n")
     full = {"one-per-thread": 10.0, "host-flow": 10.0}
@@ -157,7 +159,7 @@ def test_run_judges_caught_missed_and_alternatives(tmp_path):
 def test_a_lab_at_the_goal_is_ok_and_the_verb_says_so(tmp_path):
     lab = _lab(tmp_path)
     name = lab.name
-    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
+    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n# cause: guard\n")
     _write(lab, "alt", "# kind: correct\n# task: grid-stride\n# what: b\n")
     full = {"one-per-thread": 10.0}
     batch, calls = _fake_batch({mutation.REFERENCE_ID: _results(name, full), "bug-caught": _results(name, {"one-per-thread": 0.0}),
@@ -169,6 +171,10 @@ def test_a_lab_at_the_goal_is_ok_and_the_verb_says_so(tmp_path):
     options = calls[0][3]
     assert options["perf"] is False and options["gpu_runs"] == 3 and options["force"] is True
     assert options["stop_at_first_failure"] is True and options["sanitize_failing"] is False
+    # --diagnose: every mutant graded as a student's grade runs, so its report's first entry is the student's.
+    commands.cmd_mutants(tmp_path, [], out=tmp_path / "o2", stdout=io.StringIO(), batch=batch, diagnose=True)
+    options = calls[-1][3]
+    assert options["stop_at_first_failure"] is False and options["sanitize_failing"] is True
     assert options["jobs"] == min(os.cpu_count() or 1, 5) and "gpus" not in options  # 3 runs + 2 slots ahead
     assert options["similarity"] is False  # every mutant is a copy of the reference
     assert (tmp_path / "o" / "mutation.txt").read_text().splitlines()[2].split()[1:3] == ["1/1", "100%"]
@@ -180,7 +186,7 @@ def test_the_gate_spreads_over_the_gpus_it_is_given(tmp_path, monkeypatch):
     from grader.host.environment import GpuDevice
 
     lab = _lab(tmp_path)
-    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
+    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n# cause: guard\n")
     devices = [GpuDevice(0, "NVIDIA H100", "GPU-a"), GpuDevice(1, "NVIDIA H100", "GPU-b")]
     monkeypatch.setattr("grader.course.batch.gpus.parse_gpus", lambda spec: devices if spec == "all" else None)
     monkeypatch.setattr(os, "cpu_count", lambda: 32)
@@ -195,8 +201,8 @@ def test_points_lost_without_a_working_gpu_catch_nothing(tmp_path):
     """With no GPU (or one that stopped working mid-gate) every test is skipped or not run: the points a
     mutant then lacks say nothing, so it is neither caught nor missed, and the lab is not at its goal."""
     lab = _lab(tmp_path)
-    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
-    _write(lab, "sick", "# kind: bug\n# task: one-per-thread\n# what: b\n")
+    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n# cause: guard\n")
+    _write(lab, "sick", "# kind: bug\n# task: one-per-thread\n# what: b\n# cause: guard\n")
     no_gpu = _results(lab.name, {"one-per-thread": 0.0})
     no_gpu["run"] = {"gpu_available": False}
     sick = _results(lab.name, {"one-per-thread": 0.0})
@@ -210,7 +216,7 @@ def test_points_lost_without_a_working_gpu_catch_nothing(tmp_path):
 
 def test_an_ungraded_reference_fails_the_lab(tmp_path):
     lab = _lab(tmp_path)
-    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n")
+    _write(lab, "caught", "# kind: bug\n# task: one-per-thread\n# what: a\n# cause: guard\n")
     batch, _ = _fake_batch({"bug-caught": _results(lab.name, {"one-per-thread": 0.0})})
     (run,) = mutation.run_mutants(tmp_path, [lab], tmp_path / "o", stdout=io.StringIO(), batch=batch)
     assert run.reference == "not graded" and not run.ok
@@ -218,7 +224,7 @@ def test_an_ungraded_reference_fails_the_lab(tmp_path):
 
 def test_the_verb_refuses_a_broken_patch_before_grading(tmp_path):
     lab = _lab(tmp_path)
-    _write(lab, "broken", "# kind: bug\n# task: one-per-thread\n# what: x\n", GUARD.replace("const int i", "long i"))
+    _write(lab, "broken", "# kind: bug\n# task: one-per-thread\n# what: x\n# cause: guard\n", GUARD.replace("const int i", "long i"))
     batch, calls = _fake_batch({})
     with pytest.raises(GraderError, match="no longer matches") as err:
         commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=io.StringIO(), batch=batch)
@@ -227,7 +233,7 @@ def test_the_verb_refuses_a_broken_patch_before_grading(tmp_path):
 
 def test_check_mode_exit_codes(tmp_path):
     lab = _lab(tmp_path)
-    _write(lab, "guard-off-by-one", "# kind: bug\n# task: one-per-thread\n# what: the guard is i <= n\n")
+    _write(lab, "guard-off-by-one", "# kind: bug\n# task: one-per-thread\n# what: the guard is i <= n\n# cause: guard\n")
     out = io.StringIO()
     assert commands.cmd_mutants(tmp_path, [], check=True, stdout=out) == Exit.TEST_FAILURES
     assert "a lab needs at least 12" in out.getvalue()

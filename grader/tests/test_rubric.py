@@ -338,3 +338,19 @@ def test_a_labs_own_hints_are_checked(tmp_path: Path) -> None:
     hints_file.write_text('[[hint]]\ncategory = "wrong answer"\ntext = "x"\n')
     problems = [(p.file, p.key, p.message) for p in check(tmp_path, bin_dir).problems]
     assert problems[0][:2] == ("labs/01-add/hints.toml", "file") and "hint #1" in problems[0][2]
+
+
+def test_a_hints_causes_must_be_declared(tmp_path: Path) -> None:
+    """A hint's causes are ids of a [causes] table (the lab's or the grader's): a typo is a problem, not a
+    cause that silently never matches a mutant's."""
+    bin_dir = make_tree(tmp_path)
+    hints_file = tmp_path / "labs" / "01-add" / "hints.toml"
+    hints_file.write_text('[causes]\ncarry = "the carry between tiles is lost"\n\n'
+                          '[[hint]]\ncategory = "wrong_answer"\ntext = "a"\ncauses = ["carry", "missing-barrier"]\n\n'
+                          '[[hint]]\ncategory = "wrong_answer"\ntext = "b"\ncauses = ["cary"]\n')
+    problems = [(p.file, p.key, p.message) for p in check(tmp_path, bin_dir).problems]
+    assert problems == [("labs/01-add/hints.toml", "hint #2 causes",
+                         "cary declared in no [causes] table (this file's or grader/score/hints.toml's)")]
+    hints_file.write_text('[causes]\n"Bad Id" = "x"\n')
+    problems = [(p.file, p.key) for p in check(tmp_path, bin_dir).problems]
+    assert problems == [("labs/01-add/hints.toml", "causes")]
