@@ -151,7 +151,7 @@ def _summary(results: Results) -> _Summary:
                 s.problems.append(_Line(clean_text(message.removeprefix("warning:").strip()), "yellow", nn + "!"))
         groups = group_failures(lab)
         for g in groups[:MAX_FAILURES_PER_LAB]:
-            also = f" (also fails at {', '.join(g.also[:6])}{', …' if len(g.also) > 6 else ''})" if g.also else ""
+            also = f" ({g.also_text})" if g.also_text else ""
             s.problems.append(_Line(f"{clean_text(g.test.name)} — {g.what}{also}", "bold red", nn + "✗"))
             if g.test.hint:
                 s.problems.append(_Line(f"{nn}    {first_line(clean_text(g.test.hint), 600)}"))

@@ -7,6 +7,7 @@ not the gtest expression that found it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from grader.model.results import Category, LabResult, Status, TestResult
@@ -18,6 +19,17 @@ from grader.score import mismatch
 class FailureGroup:
     test: TestResult  # the smallest failing input of this mode
     also: list[str] = field(default_factory=list)  # the other sizes (or tests) that fail the same way
+    same: list[str] = field(default_factory=list)  # other tests of the task failing alike, with the same advice
+
+    @property
+    def also_text(self) -> str:
+        """ "also fails at 2, 31, …; the same way: Sorted, Reversed" (empty when nothing else fails)."""
+        parts = []
+        if self.also:
+            parts.append(f"also fails at {', '.join(self.also[:6])}{', …' if len(self.also) > 6 else ''}")
+        if self.same:
+            parts.append(f"the same way: {', '.join(self.same[:6])}{', …' if len(self.same) > 6 else ''}")
+        return "; ".join(parts)
 
     @property
     def what(self) -> str:
@@ -56,6 +68,21 @@ def _also(t: TestResult) -> str:
     return f"{n:,}" if n is not None else t.name.rpartition("/")[2] or t.name
 
 
+def _advice(t: TestResult) -> tuple[str | None, str, str] | None:
+    """What makes two test families one mode: one task, one category, the same hint but for its numbers
+    (lab 11's BlockSortCorrectness.Random, .Sorted, .Reversed ... all never written). None: never merged."""
+    if not t.hint or t.category in (Category.SANITIZER, Category.TECHNIQUE_MISSING):
+        return None
+    return t.task, t.category.value if t.category else "", re.sub(r"[\d][\d,.]*", "#", t.hint)
+
+
+def _short(name: str, like: str) -> str:
+    """A family's name, without the suite when it is the same as like's."""
+    family = name.rpartition("/")[0] if "/" in name else name
+    suite, _, rest = family.partition(".")
+    return rest if rest and suite == like.partition(".")[0] else family
+
+
 def group_failures(lab: LabResult) -> list[FailureGroup]:
     failing = [t for t in lab.tests if t.status is Status.FAILED]
     groups: dict[tuple[str, str], list[TestResult]] = {}
@@ -70,4 +97,14 @@ def group_failures(lab: LabResult) -> list[FailureGroup]:
     # (a mismatch read), then the rest (an expression, a huge input's single check), each in test order.
     out.sort(key=lambda g: (g.test.category is not Category.SANITIZER, mismatch.read(g.test.message) is None,
                             order[id(g.test)]))
-    return out
+    merged: list[FailureGroup] = []
+    first_of: dict[tuple[str | None, str, str], FailureGroup] = {}
+    for g in out:
+        key = _advice(g.test)
+        if key is not None and key in first_of:
+            first_of[key].same.append(_short(g.test.name, first_of[key].test.name))
+            continue
+        if key is not None:
+            first_of[key] = g
+        merged.append(g)
+    return merged

@@ -200,7 +200,7 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
         "test_groups": groups,
         "failure_modes": [
             {"name": g.test.name, "anchor": by_name[g.test.name][1]["anchor"] if g.test.name in by_name else "",
-             "what": g.what, "also": ", ".join(g.also), "hint": g.test.hint}
+             "what": g.what, "also": g.also_text, "hint": g.test.hint}
             for g in group_failures(lab)
         ],
         "progressions": _progressions(lab, mode),

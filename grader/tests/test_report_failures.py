@@ -123,3 +123,32 @@ def test_each_technique_check_is_its_own_entry() -> None:
     groups = group_failures(lab)
     assert [g.test.name for g in groups] == ["Techniques.matmul-tiled", "Techniques.matmul-tiled/2"]
     assert all(g.also == [] for g in groups)
+
+
+NEVER_WRITTEN = ("Value of: cudalab::DeviceAllEqual(expected, d_out, seed)\n  Actual: false ({n} of {n} elements differ "
+                 "(seed 7, exact); mismatches span indices 0..{last}\n  [0] expected 1977816422, actual 2779096485\n)\n"
+                 "Expected: true")
+
+
+def test_tests_of_one_task_failing_alike_with_the_same_advice_are_one_entry() -> None:
+    """Lab 11's skeleton: five input orders of one task, every element never written, gave five entries with the
+    same advice (read on the H200). They are one entry now, the others named "the same way"; another task's
+    failure, even with the same words, stays its own entry."""
+    lab = LabResult(number=11, name="11-quicksort", title="Quicksort", max_score=100)
+    for order in ("Random", "Sorted", "Reversed", "AllEqual", "FewUnique"):
+        for n in (1, 31):
+            lab.tests.append(TResult(f"BlockSortCorrectness.{order}/{n}", Status.FAILED, task="bitonic",
+                                     category=Category.WRONG_ANSWER, message=NEVER_WRITTEN.format(n=n, last=n - 1)))
+    lab.tests.append(TResult("QuicksortCorrectness.Random/1", Status.FAILED, task="quicksort",
+                             category=Category.WRONG_ANSWER, message=NEVER_WRITTEN.format(n=1, last=0)))
+    hints.annotate(lab, geometry={"warp": 32})
+    groups = group_failures(lab)
+    assert [g.test.name for g in groups] == ["BlockSortCorrectness.Random/1", "QuicksortCorrectness.Random/1"]
+    assert groups[0].same == ["Sorted", "Reversed", "AllEqual", "FewUnique"]
+    assert groups[0].also_text == "also fails at 31; the same way: Sorted, Reversed, AllEqual, FewUnique"
+    out = io.StringIO()
+    results = sample_results()
+    results.labs = [lab]
+    render_console(results, out, color=False)
+    text = out.getvalue()
+    assert text.count("✗ BlockSortCorrectness") == 1 and "the same way: Sorted, Reversed" in text
