@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.authoring.test_names import size_name_problem
 from grader.execute.gtest import is_perf_suite
 from grader.model.hidden import VISIBILITIES
 from grader.model.labs import SCORINGS
@@ -385,6 +386,8 @@ class TomlChecker:
                     if not any(fnmatch.fnmatchcase(n, g) for n in names):
                         self.add(f"{self.entry_key('task', t, i)} tests", f"{g!r} matches no test of {binary}")
             for name in names:
+                if (why := size_name_problem(name)) is not None:
+                    self.add("tests", f"{why} ({binary})")
                 by_task = any(fnmatch.fnmatchcase(name, g) for t in own for g in globs(t))
                 by_perf = is_perf(name) and any(fnmatch.fnmatchcase(name, g) for g in perf_globs)
                 if not (by_task or by_perf):

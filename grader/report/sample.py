@@ -192,7 +192,7 @@ def _matmul_lab() -> LabResult:
             hint="Stage each tile of A and B in __shared__ arrays and read them from there.",
         ),
         TestResult(
-            "MatmulHidden.Rectangular/1021x777",
+            "MatmulHidden.Rectangular/r1021_c777",
             Status.FAILED,
             task="tiled",
             binary="hidden",

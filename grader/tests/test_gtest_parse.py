@@ -134,13 +134,13 @@ def test_parse_test_list() -> None:
     text = (
         "VectorAddMemoryCorrectness.\n  HostFlowFreesEverything\nVectorAddCorrectness.\n"
         "  HostFlow/1  # GetParam() = 1\n  HostFlow/257  # GetParam() = 257\n"
-        "VectorAddGridStrideCorrectness.\n  CoversEveryElement/n1_grid1x32  # GetParam() = 16-byte object <01-00>\n"
+        "VectorAddGridStrideCorrectness.\n  CoversEveryElement/n1_grid1_block32  # GetParam() = 16-byte object <01-00>\n"
     )
     assert gtest.parse_test_list(text) == [
         "VectorAddMemoryCorrectness.HostFlowFreesEverything",
         "VectorAddCorrectness.HostFlow/1",
         "VectorAddCorrectness.HostFlow/257",
-        "VectorAddGridStrideCorrectness.CoversEveryElement/n1_grid1x32",
+        "VectorAddGridStrideCorrectness.CoversEveryElement/n1_grid1_block32",
     ]
 
 

@@ -249,7 +249,7 @@ def upload_failure(width: int, height: int,
 
 def test_04_cudaMemcpy2D_refuses_a_pitch_counted_in_floats() -> None:
     call = UPLOAD_CALL.replace("host.data(), row_bytes", "host.data(), width")
-    t = one(PITCHED, "PitchedTransferCorrectness.Upload/33x7", [cuda_error(
+    t = one(PITCHED, "PitchedTransferCorrectness.Upload/w33_h7", [cuda_error(
         "cudaErrorInvalidPitchValue", "invalid pitch argument", call,
         "/home/s/labs/04-pitched-memory/pitched.cu:36")])
     assert t.category is Category.CUDA_ERROR and t.task == "transfer"
@@ -258,7 +258,7 @@ def test_04_cudaMemcpy2D_refuses_a_pitch_counted_in_floats() -> None:
 
 def test_04_a_pitch_not_from_cudaMallocPitch() -> None:
     """A pitch of width * 4 and cudaMalloc: the rows come out right, the pitch does not."""
-    t = one(PITCHED, "PitchedTransferCorrectness.Upload/33x7", [equal(
+    t = one(PITCHED, "PitchedTransferCorrectness.Upload/w33_h7", [equal(
         f"{PITCHED_AT}:177", "pitch", "132", "expected_pitch", "512",
         "cudaMallocPitch gives rows of 132 bytes a pitch of 512 bytes")])
     assert "Let cudaMallocPitch choose the pitch" in t.hint
@@ -272,11 +272,11 @@ def test_04_upload_reads_the_host_rows_with_the_device_pitch() -> None:
     def rows(host: list[float], w: int, pw: int) -> list[float]:
         return [host[i] if i < len(host) else from_bits(junk.getrandbits(32))
                 for y in range(len(host) // w) for i in range(y * pw, y * pw + w)]
-    graded = grade(PITCHED, [("PitchedTransferCorrectness.Upload/33x1", upload_failure(33, 1, rows)),
-                             ("PitchedTransferCorrectness.Upload/33x7", upload_failure(33, 7, rows)),
-                             ("PitchedTransferCorrectness.Upload/1000x7", upload_failure(1000, 7, rows))])
-    assert graded["PitchedTransferCorrectness.Upload/33x1"].status is Status.PASSED
-    for name in ("PitchedTransferCorrectness.Upload/33x7", "PitchedTransferCorrectness.Upload/1000x7"):
+    graded = grade(PITCHED, [("PitchedTransferCorrectness.Upload/w33_h1", upload_failure(33, 1, rows)),
+                             ("PitchedTransferCorrectness.Upload/w33_h7", upload_failure(33, 7, rows)),
+                             ("PitchedTransferCorrectness.Upload/w1000_h7", upload_failure(1000, 7, rows))])
+    assert graded["PitchedTransferCorrectness.Upload/w33_h1"].status is Status.PASSED
+    for name in ("PitchedTransferCorrectness.Upload/w33_h7", "PitchedTransferCorrectness.Upload/w1000_h7"):
         hint = graded[name].hint
         assert "the destination pitch is the device array's (image.pitch)" in hint
         assert "row_ptr" not in hint
@@ -291,7 +291,7 @@ def test_04_upload_copies_a_width_counted_in_floats() -> None:
             raw = b"".join(struct.pack("<f", v) for v in row)[:33] + bytes(4 * 33 - 33)
             out += list(struct.unpack("<33f", raw))
         return out
-    t = one(PITCHED, "PitchedTransferCorrectness.Upload/33x7", upload_failure(33, 7, rows))
+    t = one(PITCHED, "PitchedTransferCorrectness.Upload/w33_h7", upload_failure(33, 7, rows))
     assert "[row 0, col 8]" in t.message
     assert "the width argument of cudaMemcpy2D is the number of bytes to copy per row" in t.hint
 
@@ -332,7 +332,7 @@ def host_pitch_download(buf: Pitched) -> list[float]:
 
 @pytest.mark.parametrize("test", ["Download", "DownloadOwnPitch"])
 def test_04_download_with_one_flat_copy(test: str) -> None:
-    t = one(PITCHED, f"PitchedTransferCorrectness.{test}/33x7", download_failure(33, 7, test, flat_download))
+    t = one(PITCHED, f"PitchedTransferCorrectness.{test}/w33_h7", download_failure(33, 7, test, flat_download))
     assert "actual -nan" in t.message and t.task == "transfer"
     assert "which neither one flat cudaMemcpy nor a source pitch of width * 4 can express" in t.hint
 
@@ -372,9 +372,9 @@ def launch_refused(line: int) -> list[str]:
 
 def test_04_map_launch_with_an_empty_grid() -> None:
     """A grid of height / kBlockY blocks: 0 for a 7-row image."""
-    graded = grade(PITCHED, [("PitchedMapCorrectness.MapAffine/33x7", launch_refused(104)),
-                             ("PitchedMapCorrectness.MapAffine/33x512", [])])
-    t = graded["PitchedMapCorrectness.MapAffine/33x7"]
+    graded = grade(PITCHED, [("PitchedMapCorrectness.MapAffine/w33_h7", launch_refused(104)),
+                             ("PitchedMapCorrectness.MapAffine/w33_h512", [])])
+    t = graded["PitchedMapCorrectness.MapAffine/w33_h7"]
     assert t.category is Category.CUDA_ERROR and t.task == "map"
     assert "an image 1 pixel wide or 7 rows tall still needs one block each way" in t.hint
 
@@ -382,11 +382,11 @@ def test_04_map_launch_with_an_empty_grid() -> None:
 @pytest.mark.parametrize("bug", [{"row_unit": "floats"}, {"swap_pitches": True}])
 def test_04_map_rows_stepped_in_the_wrong_unit(bug: dict) -> None:
     """row-ptr-float-arithmetic, map-pitches-swapped: row 0 right, every row below it wrong."""
-    graded = grade(PITCHED, [(f"PitchedMapCorrectness.MapAffine/{w}x{h}", run_map(w, h, **bug))
+    graded = grade(PITCHED, [(f"PitchedMapCorrectness.MapAffine/w{w}_h{h}", run_map(w, h, **bug))
                              for w, h in ((33, 1), (33, 7), (1000, 7), (77, 41))])
-    assert graded["PitchedMapCorrectness.MapAffine/33x1"].status is Status.PASSED
+    assert graded["PitchedMapCorrectness.MapAffine/w33_h1"].status is Status.PASSED
     for w, h in ((33, 7), (1000, 7), (77, 41)):
-        t = graded[f"PitchedMapCorrectness.MapAffine/{w}x{h}"]
+        t = graded[f"PitchedMapCorrectness.MapAffine/w{w}_h{h}"]
         assert "[row 1, col 0]" in t.message and t.task == "map"
         assert "the mark of a row step in the wrong unit: row_ptr must add y * pitch bytes" in t.hint
 
@@ -394,7 +394,7 @@ def test_04_map_rows_stepped_in_the_wrong_unit(bug: dict) -> None:
 @pytest.mark.parametrize("w, h, first_row", [(77, 41, 16), (33, 512, 128)])
 def test_04_map_grid_that_misses_the_lower_rows(w: int, h: int, first_row: int) -> None:
     """map-grid-y-uses-block-x: ceil(height / 32) blocks of 8 rows."""
-    t = one(PITCHED, f"PitchedMapCorrectness.MapAffine/{w}x{h}", run_map(w, h, grid_rows=32))
+    t = one(PITCHED, f"PitchedMapCorrectness.MapAffine/w{w}_h{h}", run_map(w, h, grid_rows=32))
     assert f"[row {first_row}, col 0] expected" in t.message
     assert "the grid must cover every column and every row" in t.hint and "row_ptr" not in t.hint
 
@@ -403,14 +403,14 @@ def test_04_map_grid_that_misses_the_lower_rows(w: int, h: int, first_row: int) 
                                          ("OwnPitches", "le")])
 def test_04_map_guard_that_lets_threads_past_the_row_write(test: str, guard: str) -> None:
     """map-guard-and, map-guard-off-by-one: the values are right, the padding is not."""
-    t = one(PITCHED, f"PitchedMapCorrectness.{test}/33x7", run_map(33, 7, test=test, guard=guard))
+    t = one(PITCHED, f"PitchedMapCorrectness.{test}/w33_h7", run_map(33, 7, test=test, guard=guard))
     assert "wrote" in t.message and "elements differ" not in t.message
     assert "A thread past the end of a row wrote into its padding" in t.hint
 
 
 def test_04_map_guard_that_forgets_the_rows() -> None:
     """A guard on x alone: the grid's eighth row of a 7-row image writes below it."""
-    t = one(PITCHED, "PitchedMapCorrectness.MapAffine/33x7", run_map(33, 7, guard="x-only"))
+    t = one(PITCHED, "PitchedMapCorrectness.MapAffine/w33_h7", run_map(33, 7, guard="x-only"))
     assert "(first: 1 rows below the image)" in t.message
     assert "threads with y >= height exist, and they must do nothing" in t.hint
 
@@ -446,7 +446,7 @@ def test_04_filter_weights_copied_once() -> None:
 
 
 def test_04_filter_grid_that_stops_short() -> None:
-    t = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/77x41", run_filter(77, 41, grid_rows=32))
+    t = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/w77_h41", run_filter(77, 41, grid_rows=32))
     assert "launch filter3x3_kernel over the whole image" in t.hint
 
 
@@ -455,7 +455,7 @@ def test_04_filter_with_transposed_or_partly_copied_weights() -> None:
     w = filter_weights()
     nine_bytes = w[:2] + [from_bits(struct.unpack("<I", struct.pack("<f", w[2]))[0] & 0xFF)] + [0.0] * 6
     for failures in (run_filter(33, 7, transposed=True), run_filter(33, 7, kernel_weights=nine_bytes)):
-        t = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/33x7", failures)
+        t = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/w33_h7", failures)
         assert "231 of 231 elements differ" in t.message
         assert "Every pixel is written and every pixel is wrong, so look at what they all share" in t.hint
 
@@ -466,7 +466,7 @@ def test_04_filter_with_transposed_or_partly_copied_weights() -> None:
 ])
 def test_04_filter_edges_not_clamped(w: int, h: int, bug: dict) -> None:
     """filter-zero-border, filter-row-no-lower-clamp: the corner pixel is already wrong."""
-    t = one(PITCHED, f"PitchedFilterCorrectness.Filter3x3/{w}x{h}", run_filter(w, h, **bug))
+    t = one(PITCHED, f"PitchedFilterCorrectness.Filter3x3/w{w}_h{h}", run_filter(w, h, **bug))
     assert "[row 0, col 0]" in t.message and f"{w * h} of {w * h}" not in t.message
     assert "The corner pixel (0, 0) is wrong, so look at the edges" in t.hint
 
@@ -474,14 +474,14 @@ def test_04_filter_edges_not_clamped(w: int, h: int, bug: dict) -> None:
 @pytest.mark.parametrize("w, h, first_row", [(33, 7, 6), (1000, 7, 6), (33, 512, 32)])
 def test_04_filter_rows_clamped_against_the_width(w: int, h: int, first_row: int) -> None:
     """filter-row-clamp-uses-width: wide images read below the last row, tall ones clamp too early."""
-    t = one(PITCHED, f"PitchedFilterCorrectness.Filter3x3/{w}x{h}", run_filter(w, h, rows_clamp="width"))
+    t = one(PITCHED, f"PitchedFilterCorrectness.Filter3x3/w{w}_h{h}", run_filter(w, h, rows_clamp="width"))
     assert f"[row {first_row}, col 0] expected" in t.message
     assert "look at the clamp of the neighbour's row. It must stop at height - 1" in t.hint
 
 
 def test_04_filter_without_a_guard() -> None:
     """filter-no-guard: every value right, the padding and the rows below written."""
-    t = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/33x7", run_filter(33, 7, guard=False))
+    t = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/w33_h7", run_filter(33, 7, guard=False))
     assert "elements differ" not in t.message
     assert "Clamping the neighbours they read does not make their store safe" in t.hint
 
@@ -491,19 +491,19 @@ def test_04_filter_without_a_guard() -> None:
 def test_04_fast_grid_rounded_down() -> None:
     """fast-grid-floor: height / kTileY block rows, 0 below 32 rows, the last partial tile missing above."""
     graded = grade(PITCHED, [
-        ("PitchedFastCorrectness.MapAffineFast/33x7", launch_refused(150)),
-        ("PitchedFastCorrectness.MapAffineFast/77x41", run_fast(77, 41, grid_floor=True))])
-    t = graded["PitchedFastCorrectness.MapAffineFast/33x7"]
+        ("PitchedFastCorrectness.MapAffineFast/w33_h7", launch_refused(150)),
+        ("PitchedFastCorrectness.MapAffineFast/w77_h41", run_fast(77, 41, grid_floor=True))])
+    t = graded["PitchedFastCorrectness.MapAffineFast/w33_h7"]
     assert t.category is Category.CUDA_ERROR and t.task == "fast"
     assert "Round the number of row tiles up (ceil_div(height, kTileY)), never down" in t.hint
-    tall = graded["PitchedFastCorrectness.MapAffineFast/77x41"]
+    tall = graded["PitchedFastCorrectness.MapAffineFast/w77_h41"]
     assert "[row 32, col 0] expected" in tall.message
     assert "the grid needs ceil_div(height, kTileY) block rows" in tall.hint
 
 
 def test_04_fast_output_rows_with_the_input_pitch() -> None:
     """fast-out-uses-in-pitch."""
-    t = one(PITCHED, "PitchedFastCorrectness.MapAffineFast/33x7", run_fast(33, 7, out_uses_in_pitch=True))
+    t = one(PITCHED, "PitchedFastCorrectness.MapAffineFast/w33_h7", run_fast(33, 7, out_uses_in_pitch=True))
     assert "[row 1, col 0]" in t.message and t.task == "fast"
     assert "each array has its own pitch (in_pitch to read, out_pitch to write)" in t.hint
 
@@ -513,14 +513,14 @@ def test_04_fast_output_rows_with_the_input_pitch() -> None:
     (77, 41, {"consecutive": True}, 11),  # fast-rows-consecutive: a thread's rows y0 .. y0 + 3
 ])
 def test_04_fast_rows_nobody_wrote(w: int, h: int, bug: dict, first_row: int) -> None:
-    t = one(PITCHED, f"PitchedFastCorrectness.MapAffineFast/{w}x{h}", run_fast(w, h, **bug))
+    t = one(PITCHED, f"PitchedFastCorrectness.MapAffineFast/w{w}_h{h}", run_fast(w, h, **bug))
     assert f"[row {first_row}, col 0] expected" in t.message and "actual -nan" in t.message
     assert "a block covers a tile of kTileY rows, so the grid needs ceil_div(height, kTileY)" in t.hint
 
 
 def test_04_fast_stores_below_the_image() -> None:
     """fast-store-unguarded: the loads of rows past height are guarded, their stores are not."""
-    t = one(PITCHED, "PitchedFastCorrectness.MapAffineFast/77x41", run_fast(77, 41, guard_stores=False))
+    t = one(PITCHED, "PitchedFastCorrectness.MapAffineFast/w77_h41", run_fast(77, 41, guard_stores=False))
     assert "elements differ" not in t.message and "rows below the image" in t.message
     assert "Guard every store by its own row, as well as every load" in t.hint
 
@@ -528,7 +528,7 @@ def test_04_fast_stores_below_the_image() -> None:
 @pytest.mark.parametrize("test", ["MapAffineFast", "OwnPitches"])
 def test_04_fast_without_a_column_guard(test: str) -> None:
     """fast-no-column-guard: the last block column's threads past the width write the padding."""
-    t = one(PITCHED, f"PitchedFastCorrectness.{test}/33x7", run_fast(33, 7, test=test, guard_columns=False))
+    t = one(PITCHED, f"PitchedFastCorrectness.{test}/w33_h7", run_fast(33, 7, test=test, guard_columns=False))
     assert "(first: padding of image row 0" in t.message
     assert "this kernel has no barrier, so they can simply return" in t.hint
 
@@ -544,18 +544,18 @@ def test_04_hints_stay_in_their_task_and_pattern() -> None:
     # The upload's row-1 failure is a cudaMemcpy2D pitch, not row_ptr's; the map's is row_ptr's.
     def rows(host: list[float], w: int, pw: int) -> list[float]:
         return [host[i] if i < len(host) else 0.0 for y in range(7) for i in range(y * pw, y * pw + w)]
-    upload = one(PITCHED, "PitchedTransferCorrectness.Upload/33x7", upload_failure(33, 7, rows))
+    upload = one(PITCHED, "PitchedTransferCorrectness.Upload/w33_h7", upload_failure(33, 7, rows))
     assert "row_ptr" not in upload.hint and "a row step in the wrong unit" not in upload.hint
     # A map that never launched: the poison everywhere is no weights problem and no pitch problem.
-    nothing = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/33x7", run_filter(33, 7, launched=False))
+    nothing = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/w33_h7", run_filter(33, 7, launched=False))
     assert "launch filter3x3_kernel over the whole image" in nothing.hint
     assert "the weights" not in nothing.hint
     # The map's padding hint is about the guard; a correct map gets no hint at all.
-    ok = grade(PITCHED, [("PitchedMapCorrectness.MapAffine/33x7", run_map(33, 7))])
-    assert ok["PitchedMapCorrectness.MapAffine/33x7"].hint == ""
+    ok = grade(PITCHED, [("PitchedMapCorrectness.MapAffine/w33_h7", run_map(33, 7))])
+    assert ok["PitchedMapCorrectness.MapAffine/w33_h7"].hint == ""
     # The fast kernel's hints never reach a map_affine failure of the same shape.
-    swapped = one(PITCHED, "PitchedMapCorrectness.MapAffine/33x7", run_map(33, 7, swap_pitches=True))
+    swapped = one(PITCHED, "PitchedMapCorrectness.MapAffine/w33_h7", run_map(33, 7, swap_pitches=True))
     assert "(in_pitch to read, out_pitch to write)" not in swapped.hint
     # A test of another task with a [row 1, col 0] first mismatch (the filter's) gets no map text.
-    low = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/33x7", run_filter(33, 7, rows_clamp="width"))
+    low = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/w33_h7", run_filter(33, 7, rows_clamp="width"))
     assert "row_ptr must add" not in low.hint

@@ -159,8 +159,8 @@ def _hello_lines(blocks: int, threads: int, printed: list[str]) -> list[str]:
 
 def test_lab_01_say_hello_that_syncs_before_the_launch() -> None:
     """Mutant hello-sync-before-launch: the lines are still on the device when say_hello returns."""
-    found = _annotate("01-hello", {"HelloCorrectness.PrintsOneLinePerThread/2x4": _hello_lines(2, 4, [])})
-    hint = found["HelloCorrectness.PrintsOneLinePerThread/2x4"]
+    found = _annotate("01-hello", {"HelloCorrectness.PrintsOneLinePerThread/grid2_block4": _hello_lines(2, 4, [])})
+    hint = found["HelloCorrectness.PrintsOneLinePerThread/grid2_block4"]
     assert "device printf output reaches stdout at the next synchronization point" in hint
     assert "before the launch waits for nothing" in hint
 
@@ -172,8 +172,8 @@ def test_lab_01_hello_lines_that_name_the_wrong_thread(mutant: str) -> None:
         printed = [f"hello from block {b}, thread {b * threads + t}" for b in range(blocks) for t in range(threads)]
     else:  # <<<threads, blocks>>>
         printed = [f"hello from block {b}, thread {t}" for b in range(threads) for t in range(blocks)]
-    found = _annotate("01-hello", {"HelloCorrectness.PrintsOneLinePerThread/3x33": _hello_lines(blocks, threads, printed)})
-    assert "Some lines name the wrong thread" in found["HelloCorrectness.PrintsOneLinePerThread/3x33"]
+    found = _annotate("01-hello", {"HelloCorrectness.PrintsOneLinePerThread/grid3_block33": _hello_lines(blocks, threads, printed)})
+    assert "Some lines name the wrong thread" in found["HelloCorrectness.PrintsOneLinePerThread/grid3_block33"]
 
 
 def test_lab_01_say_hello_with_the_launch_arguments_swapped_runs_the_bad_launch() -> None:
@@ -242,16 +242,16 @@ def _right(b: int, t: int, bdim: int, gdim: int) -> tuple[int, int, int]:
 ])
 def test_lab_01_records_that_name_the_wrong_thread(mutant: str, kernel: Callable, swapped: bool) -> None:
     failure = _records(4, 33, kernel, swapped)
-    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/4x33": [failure]})
-    hint = found["HelloRecordCorrectness.EveryThreadWritesItsRecord/4x33"]
+    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/grid4_block33": [failure]})
+    hint = found["HelloRecordCorrectness.EveryThreadWritesItsRecord/grid4_block33"]
     assert "Some records name the wrong thread" in hint
     assert "blockDim.x per block rather than gridDim.x" in hint
 
 
 def test_lab_01_record_kernel_that_writes_nothing() -> None:
     failure = _records(7, 255, lambda b, t, bdim, gdim: None)
-    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/7x255": [failure]})
-    hint = found["HelloRecordCorrectness.EveryThreadWritesItsRecord/7x255"]
+    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/grid7_block255": [failure]})
+    hint = found["HelloRecordCorrectness.EveryThreadWritesItsRecord/grid7_block255"]
     assert hint.startswith("Every one of the 5,355 elements is wrong")
     assert "Check that record_threads launches record_kernel on the grid it was given" in hint
 
@@ -260,8 +260,8 @@ def test_lab_01_record_index_that_grows_with_the_grid_faults_on_the_large_grid()
     """Mutant record-global-uses-griddim on 4096 x 256: indices up to 4095 * 4096 + 255, far past the records."""
     failure = _exception(_cuda_error("cudaErrorIllegalAddress", "an illegal memory access was encountered",
                                      "cudaDeviceSynchronize()", f"{HELLO}:143"))
-    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/4096x256": [failure]})
-    assert "record_kernel wrote outside the records" in found["HelloRecordCorrectness.EveryThreadWritesItsRecord/4096x256"]
+    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/grid4096_block256": [failure]})
+    assert "record_kernel wrote outside the records" in found["HelloRecordCorrectness.EveryThreadWritesItsRecord/grid4096_block256"]
 
 
 def test_lab_01_record_threads_with_the_launch_arguments_swapped() -> None:
@@ -275,9 +275,9 @@ def test_lab_01_record_threads_with_the_launch_arguments_swapped() -> None:
                   why=_pending("record_threads(d, 1, 2048)", thrown=False, pending=None)),
         _expect_eq("written", 2048, "0", 0, f"{HELLO}:186", "records were written by a launch that should never have run"),
     ]
-    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/4096x256": [refused],
+    found = _annotate("01-hello", {"HelloRecordCorrectness.EveryThreadWritesItsRecord/grid4096_block256": [refused],
                                    "HelloRecordCheckedCorrectness.ThrowsOnABadLaunch": wrote})
-    assert "check the order in <<<...>>>" in found["HelloRecordCorrectness.EveryThreadWritesItsRecord/4096x256"]
+    assert "check the order in <<<...>>>" in found["HelloRecordCorrectness.EveryThreadWritesItsRecord/grid4096_block256"]
     assert ("record_threads(d, 1, 2048) wrote records, so it did not launch the shape it was given"
             in found["HelloRecordCheckedCorrectness.ThrowsOnABadLaunch"])
 
@@ -620,14 +620,14 @@ def _warp_lane(bx: int, by: int, warp: Callable[[int, int], int], lane: Callable
     ("warp-number-column-major", lambda x, y: (x * 5 + y) // 32, lambda x, y: (x * 5 + y) % 32),
 ])
 def test_lab_02_warps_that_are_not_cut_from_the_thread_number(mutant: str, warp: Callable, lane: Callable) -> None:
-    found = _annotate("02-indexing", {"IndexingWarpCorrectness.WarpAndLaneOfEveryThread/24x5": _warp_lane(24, 5, warp, lane)})
-    assert "Warps are cut from a thread's number within its block" in found["IndexingWarpCorrectness.WarpAndLaneOfEveryThread/24x5"]
+    found = _annotate("02-indexing", {"IndexingWarpCorrectness.WarpAndLaneOfEveryThread/block24x5": _warp_lane(24, 5, warp, lane)})
+    assert "Warps are cut from a thread's number within its block" in found["IndexingWarpCorrectness.WarpAndLaneOfEveryThread/block24x5"]
 
 
 def test_lab_02_warp_lane_kernel_that_writes_nothing() -> None:
     failures = _warp_lane(7, 9, lambda x, y: POISON_INT, lambda x, y: POISON_INT)
-    found = _annotate("02-indexing", {"IndexingWarpCorrectness.WarpAndLaneOfEveryThread/7x9": failures})
-    assert "Check that warp_lane_2d launches warp_lane_kernel as one block" in found["IndexingWarpCorrectness.WarpAndLaneOfEveryThread/7x9"]
+    found = _annotate("02-indexing", {"IndexingWarpCorrectness.WarpAndLaneOfEveryThread/block7x9": failures})
+    assert "Check that warp_lane_2d launches warp_lane_kernel as one block" in found["IndexingWarpCorrectness.WarpAndLaneOfEveryThread/block7x9"]
 
 
 BLOCKS = [(1, 1, 1), (32, 1, 1), (33, 1, 1), (7, 9, 1), (24, 5, 1), (32, 32, 1), (8, 4, 2), (10, 10, 10), (3, 5, 7)]
@@ -726,7 +726,7 @@ def _guard(x: int, y: int, w: int, h: int) -> bool:
 
 
 def _image_test(w: int, h: int) -> str:
-    return f"IndexingImageCorrectness.AddMirrored/{w}x{h}"
+    return f"IndexingImageCorrectness.AddMirrored/w{w}_h{h}"
 
 
 def test_lab_02_image_grid_that_rounds_down() -> None:
@@ -808,7 +808,7 @@ def _down(t: _Thread) -> int:
 
 
 def _stride_test(w: int, h: int, grid: tuple[int, int], block: tuple[int, int]) -> str:
-    return (f"IndexingGridStrideCorrectness.AddMirroredOnASmallGrid/{w}x{h}_grid{grid[0]}x{grid[1]}"
+    return (f"IndexingGridStrideCorrectness.AddMirroredOnASmallGrid/w{w}_h{h}_grid{grid[0]}x{grid[1]}"
             f"_block{block[0]}x{block[1]}")
 
 
@@ -987,7 +987,7 @@ def test_lab_03_grid_stride_that_leaves_elements_unwritten(mutant: str) -> None:
         written = lambda i: i % 128 < 64  # noqa: E731
     failure = _c(1000, written, expr="AllEqual(in.expected, out, kSeed + c.n + c.blocks)", line=160, seed=4005,
                  note="grid of 2 blocks x 64 threads, n = 1000")
-    test = "VectorAddGridStrideCorrectness.CoversEveryElement/n1000_grid2x64"
+    test = "VectorAddGridStrideCorrectness.CoversEveryElement/n1000_grid2_block64"
     hint = _annotate("03-vector-add", {test: [failure]})[test]
     assert "Each thread must loop: start at its own global index" in hint
     assert "carries from one tile" not in hint and "__syncthreads" not in hint

@@ -354,3 +354,14 @@ def test_a_hints_causes_must_be_declared(tmp_path: Path) -> None:
     hints_file.write_text('[causes]\n"Bad Id" = "x"\n')
     problems = [(p.file, p.key) for p in check(tmp_path, bin_dir).problems]
     assert problems == [("labs/01-add/hints.toml", "causes")]
+
+
+@pytest.mark.parametrize("param, ok", [("257", True), ("w33_h7", True), ("r31_c33_off5", True), ("m17_n33_k65", True),
+                                       ("n1000_grid4_block256", True), ("block32x4", True), ("grid4x2x1_block8x8x1", True),
+                                       ("Uniform_1000", True), ("33x7", False), ("n1000_4x256", False)])
+def test_a_tests_input_names_each_dimension(tmp_path: Path, param: str, ok: bool) -> None:
+    """One convention for every lab (issue 29: lab 04's 1x7 was width x height, lab 05's r31_c33 rows first):
+    a bare number, or a letter for each number; `grader check` refuses a name like 33x7."""
+    tests = [{**t, "name": t["name"].replace("Small/257", f"Small/{param}")} for t in add_tests()]
+    result = check(tmp_path, make_tree(tmp_path, tests=tests))
+    assert has(result, "tests", "does not say which number is which") is (not ok)

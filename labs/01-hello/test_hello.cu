@@ -34,7 +34,7 @@ struct Grid {
 void PrintTo(const Grid& g, std::ostream* os) { *os << g.blocks << " blocks x " << g.threads << " threads"; }
 
 std::string grid_name(const ::testing::TestParamInfo<Grid>& info) {
-  return std::to_string(info.param.blocks) + "x" + std::to_string(info.param.threads);
+  return "grid" + std::to_string(info.param.blocks) + "_block" + std::to_string(info.param.threads);
 }
 
 std::string error_name(cudaError_t e) { return cudaGetErrorName(e); }

@@ -353,7 +353,7 @@ INSTANTIATE_TEST_SUITE_P(, IndexingWarpCorrectness,
                          ::testing::Values(Block2D{32, 4}, Block2D{16, 16}, Block2D{24, 5}, Block2D{7, 9},
                                            Block2D{1, 64}, Block2D{33, 3}, Block2D{3, 100}, Block2D{64, 16}),
                          [](const ::testing::TestParamInfo<Block2D>& info) {
-                           return std::to_string(info.param.x) + "x" + std::to_string(info.param.y);
+                           return "block" + std::to_string(info.param.x) + "x" + std::to_string(info.param.y);
                          });
 
 class IndexingWarpLaunchCorrectness : public cudalab::GpuTest {};
@@ -387,7 +387,7 @@ struct Image {
   int width, height;
 };
 void PrintTo(const Image& s, std::ostream* os) { *os << s.width << " wide x " << s.height << " high"; }
-std::string image_name(const Image& s) { return std::to_string(s.width) + "x" + std::to_string(s.height); }
+std::string image_name(const Image& s) { return "w" + std::to_string(s.width) + "_h" + std::to_string(s.height); }
 
 // Runs one add_mirrored variant and checks it. Input and output each sit kLead elements into a guarded
 // buffer (a pointer that is not an allocation's start), followed by a tail as long as the image plus

@@ -146,7 +146,7 @@ struct GridCase {
   int blocks, threads;
 };
 std::string grid_name(const ::testing::TestParamInfo<GridCase>& info) {
-  return "n" + std::to_string(info.param.n) + "_grid" + std::to_string(info.param.blocks) + "x" +
+  return "n" + std::to_string(info.param.n) + "_grid" + std::to_string(info.param.blocks) + "_block" +
          std::to_string(info.param.threads);
 }
 

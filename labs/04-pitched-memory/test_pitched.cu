@@ -41,7 +41,7 @@ struct Size2D {
 };
 void PrintTo(const Size2D& s, std::ostream* os) { *os << s.width << " wide x " << s.height << " high"; }
 std::string size_name(const ::testing::TestParamInfo<Size2D>& info) {
-  return std::to_string(info.param.width) + "x" + std::to_string(info.param.height);
+  return "w" + std::to_string(info.param.width) + "_h" + std::to_string(info.param.height);
 }
 
 // Widths that are not multiples of 32 (1, 33, 1000, 8190: rows of 4, 132, 4000, 32760 bytes, all

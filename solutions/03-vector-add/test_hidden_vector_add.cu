@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(, VectorAddHiddenGridStrideCorrectness,
                                            GridCase{999999, 17, 96}, GridCase{(std::size_t{1} << 24) + 13, 13, 160}),
                          [](const ::testing::TestParamInfo<GridCase>& info) {
                            return "n" + std::to_string(info.param.n) + "_grid" + std::to_string(info.param.blocks) +
-                                  "x" + std::to_string(info.param.threads);
+                                  "_block" + std::to_string(info.param.threads);
                          });
 
 }  // namespace
