@@ -23,7 +23,7 @@ TECHNIQUE_KINDS = ("symbol", "ptx")  # grader/inspect/techniques.py
 # Every key the grader reads, per table (labs.py, sanitizer.py, hidden.py).
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "lab": ("title", "student_files", "timeout_s", "max_host_memory_mib"),
-    "task": ("id", "title", "points", "tests", "challenge", "hidden", "scoring", "kernels"),
+    "task": ("id", "title", "points", "tests", "challenge", "hidden", "scoring", "kernels", "checkpoints"),
     "perf": ("test", "task", "points", "full_at", "zero_at"),
     "technique": ("task", "kind", "pattern", "message", "kernel", "points"),
     "forbid": ("symbols",),
@@ -244,7 +244,27 @@ class TomlChecker:
                 for glob in self.strings(f"{key} kernels", t["kernels"], "kernel name globs"):
                     if not glob.strip():
                         self.add(f"{key} kernels", "an empty glob owns no kernel")
+            self.checkpoints(key, t.get("checkpoints", []))
         return tasks
+
+    def checkpoints(self, key: str, value: Any) -> None:
+        """A task's checkpoints: a list of tables, each a title, test globs and optionally max_n."""
+        if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+            self.add(f"{key} checkpoints", "must be a list of { title = ..., tests = [...], max_n = ... } tables")
+            return
+        for j, c in enumerate(value, start=1):
+            where = f"{key} checkpoint #{j}"
+            extra = sorted(set(c) - {"title", "tests", "max_n"})
+            if extra:
+                self.add(where, f"unknown key(s) {', '.join(extra)} (title, tests, max_n)")
+            if not isinstance(c.get("title"), str) or not c["title"].strip():
+                self.add(f"{where} title", "missing or empty: the report shows it as the step's name")
+            if not c.get("tests"):
+                self.add(f"{where} tests", "missing or empty")
+            else:
+                self.strings(f"{where} tests", c["tests"], "test globs")
+            if "max_n" in c and (not isinstance(c["max_n"], int) or isinstance(c["max_n"], bool) or c["max_n"] < 1):
+                self.add(f"{where} max_n", f"{c['max_n']!r} is not a size (a whole number of at least 1)")
 
     def task_ids(self) -> set[str]:
         return {t["id"] for t in self.data.get("task", []) if isinstance(t, dict) and isinstance(t.get("id"), str)}
@@ -385,6 +405,15 @@ class TomlChecker:
                 for g in globs(t):
                     if not any(fnmatch.fnmatchcase(n, g) for n in names):
                         self.add(f"{self.entry_key('task', t, i)} tests", f"{g!r} matches no test of {binary}")
+            for i, t in enumerate(tasks):
+                if t not in own or not isinstance(t.get("checkpoints"), list):
+                    continue
+                mine = [n for n in names if any(fnmatch.fnmatchcase(n, g) for g in globs(t))]
+                for j, c in enumerate(t["checkpoints"], start=1):
+                    for g in (c.get("tests") or []) if isinstance(c, dict) and isinstance(c.get("tests"), list) else []:
+                        if isinstance(g, str) and not any(fnmatch.fnmatchcase(n, g) for n in mine):
+                            self.add(f"{self.entry_key('task', t, i)} checkpoint #{j} tests",
+                                     f"{g!r} matches no test of this task in {binary}")
             for name in names:
                 if (why := size_name_problem(name)) is not None:
                     self.add("tests", f"{why} ({binary})")

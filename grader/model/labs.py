@@ -28,6 +28,21 @@ class LabError(Exception):
 
 
 @dataclass(frozen=True)
+class Checkpoint:
+    """A step of a big task that the report shows as progress (lab.toml: a task's checkpoints): the
+    task's tests matching tests, at sizes up to max_n when given. Points do not change."""
+
+    title: str
+    tests: tuple[str, ...]
+    max_n: int | None = None
+
+    def covers(self, test_name: str, size: int | None) -> bool:
+        if not any(fnmatch.fnmatchcase(test_name, pattern) for pattern in self.tests):
+            return False
+        return self.max_n is None or (size is not None and size <= self.max_n)
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     title: str
@@ -38,6 +53,7 @@ class Task:
     # "proportional": points x passed / counted; "all-or-nothing": every point, or none when any test fails.
     scoring: str = "proportional"
     kernels: tuple[str, ...] = ()  # globs of the kernels this task owns: a sanitizer finding in one costs it
+    checkpoints: tuple[Checkpoint, ...] = ()  # the steps the report shows for a big task (score/checkpoints.py)
 
     def matches(self, test_name: str) -> bool:
         return any(fnmatch.fnmatchcase(test_name, pattern) for pattern in self.tests)
@@ -154,6 +170,9 @@ def load_lab(path: Path, root: Path) -> Lab:
             hidden=bool(t.get("hidden", False)),
             scoring=str(t.get("scoring", "proportional")),
             kernels=tuple(t.get("kernels", [])),
+            checkpoints=tuple(Checkpoint(str(c.get("title", "")), tuple(c.get("tests", [])),
+                                         int(c["max_n"]) if "max_n" in c else None)
+                              for c in t.get("checkpoints", []) if isinstance(c, dict)),
         )
         for t in data.get("task", [])
     )

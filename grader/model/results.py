@@ -151,6 +151,19 @@ class BuildResult:
 
 
 @dataclass
+class CheckpointScore:
+    """A step of a task, as the report shows it: how many of its tests passed."""
+
+    title: str
+    passed: int
+    total: int
+
+    @property
+    def ok(self) -> bool:
+        return self.total > 0 and self.passed == self.total
+
+
+@dataclass
 class TaskScore:
     id: str
     title: str
@@ -162,6 +175,7 @@ class TaskScore:
     perf_points: float = 0.0
     perf_earned: float = 0.0
     notes: list[str] = field(default_factory=list)  # e.g. technique missing
+    checkpoints: list[CheckpointScore] = field(default_factory=list)  # a big all-or-nothing task's steps
 
 
 @dataclass
@@ -331,7 +345,8 @@ def _lab_from_dict(d: dict[str, Any]) -> LabResult:
         for b in d.get("builds", [])
     ]
     d["tests"] = [_test_from_dict(t) for t in d.get("tests", [])]
-    d["tasks"] = [TaskScore(**t) for t in d.get("tasks", [])]
+    d["tasks"] = [TaskScore(**{**t, "checkpoints": [CheckpointScore(**c) for c in t.get("checkpoints", [])]})
+                  for t in d.get("tasks", [])]
     d["late"] = LateRecord(**d["late"]) if d.get("late") else None
     d["profile"] = LabProfile.from_dict(d["profile"]) if d.get("profile") else None
     d["answers"] = LabAnswers.from_dict(d["answers"]) if d.get("answers") else None

@@ -157,6 +157,11 @@ def _summary(results: Results) -> _Summary:
                 s.problems.append(_Line(f"{nn}    {first_line(clean_text(g.test.hint), 600)}"))
         if len(groups) > MAX_FAILURES_PER_LAB:
             s.problems.append(_Line(f"{nn}… and {len(groups) - MAX_FAILURES_PER_LAB} more ways of failing"))
+        for task in lab.tasks:  # a big task's steps, once one fails: which step to work on
+            if any(not c.ok for c in task.checkpoints):
+                steps = " · ".join(f"{'✓' if c.ok else '✗'} {c.title}" + ("" if c.ok else f" ({c.passed}/{c.total})")
+                                   for c in task.checkpoints)
+                s.problems.append(_Line(f"{nn}    {task.id} steps: {clean_text(steps)}"))
         if lab.answers is not None and lab.answers.checked and lab.answers.right < len(lab.answers.answers):
             a = lab.answers
             wrong = [x.id for x in a.answers if x.status in ("wrong", "unreadable")]

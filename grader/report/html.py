@@ -182,6 +182,9 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
                 "perf": (f"{fmt_points(t.perf_earned)} / {fmt_points(t.perf_points)}" if graded else "–")
                 if t.perf_points else "",
                 "notes": t.notes,
+                # A big task's steps, shown once one of them fails (issue 29's checkpoints)
+                "checkpoints": [{"title": c.title, "ok": c.ok, "tests": f"{c.passed} / {c.total}"}
+                                for c in t.checkpoints] if any(not c.ok for c in t.checkpoints) else [],
             }
             for t in lab.tasks
         ],

@@ -19,6 +19,7 @@ from grader.inspect.techniques import TechniqueOutcome
 from grader.model.labs import Lab, PerfGoal
 from grader.model.progress import Progress
 from grader.model.results import LabResult, Status, TaskScore, TestResult
+from grader.score.checkpoints import score_checkpoints
 from grader.score import hints, penalties
 
 UNASSIGNED_PERF_TASK = "perf"
@@ -95,6 +96,7 @@ def score_lab(lab: Lab, result: LabResult) -> LabResult:
         if note not in result.messages:
             result.messages.append(note)
     result.tasks = list(tasks.values()) + ([loose] if loose.perf_points else [])
+    score_checkpoints(lab, result)
     result.max_score = lab.total_points
     result.score = round(sum(t.earned + t.perf_earned for t in result.tasks), 4)
     return result

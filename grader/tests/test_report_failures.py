@@ -152,3 +152,22 @@ def test_tests_of_one_task_failing_alike_with_the_same_advice_are_one_entry() ->
     render_console(results, out, color=False)
     text = out.getvalue()
     assert text.count("✗ BlockSortCorrectness") == 1 and "the same way: Sorted, Reversed" in text
+
+
+def test_a_failing_tasks_checkpoints_show_in_the_console_and_the_html(tmp_path) -> None:
+    from grader.model.results import CheckpointScore, TaskScore
+
+    lab = _lab()
+    lab.tasks = [TaskScore("any-n", "Scan of any n", 25.0, 0.0, tests_passed=2, tests_total=6, checkpoints=[
+        CheckpointScore("one tile", 2, 2), CheckpointScore("two levels", 0, 3), CheckpointScore("past 2^32", 0, 1)])]
+    results = sample_results()
+    results.labs = [lab]
+    results.save(tmp_path / "results.json")
+    loaded = Results.load(tmp_path / "results.json").labs[0].tasks[0].checkpoints
+    assert [(c.title, c.passed, c.total, c.ok) for c in loaded] == [("one tile", 2, 2, True), ("two levels", 0, 3, False),
+                                                                   ("past 2^32", 0, 1, False)]
+    out = io.StringIO()
+    render_console(results, out, color=False)
+    assert "any-n steps: ✓ one tile · ✗ two levels (0/3) · ✗ past 2^32 (0/1)" in out.getvalue()
+    html = render_html(results)
+    assert '<li class="pass">✓ one tile' in html and '<li class="fail">✗ two levels' in html

@@ -365,3 +365,18 @@ def test_a_tests_input_names_each_dimension(tmp_path: Path, param: str, ok: bool
     tests = [{**t, "name": t["name"].replace("Small/257", f"Small/{param}")} for t in add_tests()]
     result = check(tmp_path, make_tree(tmp_path, tests=tests))
     assert has(result, "tests", "does not say which number is which") is (not ok)
+
+
+def test_a_tasks_checkpoints_are_checked(tmp_path: Path) -> None:
+    toml = LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]', '''tests = ["AddCorrectness.Small/*"]
+checkpoints = [
+  { title = "one block", tests = ["AddCorrectness.Small/*"], max_n = 256 },
+  { title = "", tests = ["AddCorrectness.Smal/*"], max_n = 0, weight = 2 },
+]''')
+    result = check(tmp_path, make_tree(tmp_path, toml=toml))
+    got = {(k, m) for k, m in keyed(result)}
+    assert ('[[task]] "small" checkpoint #2', "unknown key(s) weight (title, tests, max_n)") in got
+    assert ('[[task]] "small" checkpoint #2 title', "missing or empty: the report shows it as the step's name") in got
+    assert ('[[task]] "small" checkpoint #2 max_n', "0 is not a size (a whole number of at least 1)") in got
+    assert any(k == '[[task]] "small" checkpoint #2 tests' and "'AddCorrectness.Smal/*' matches no test" in m for k, m in got)
+    assert not any("checkpoint #1" in k for k, _ in got)

@@ -176,3 +176,41 @@ def test_a_gpu_too_small_is_excused_but_memory_held_elsewhere_is_not(lab) -> Non
              "not enough free GPU memory: this test needs 19456 MiB and 2048 MiB are free (another process ...)")
     res = score_lab(lab, result(t("AddCorrectness.Large/1"), held))
     assert (task(res, "large").tests_total, task(res, "large").earned) == (2, 20.0)
+
+
+def test_a_big_all_or_nothing_task_reports_its_checkpoints(tmp_path: Path) -> None:
+    """Issue 29: lab 07's any-n task is 25 points, all or nothing; a student who fails it sees which step is
+    wrong. Declared checkpoints count the task's tests up to max_n; points do not change."""
+    from grader.tests.conftest import LAB_TOML
+
+    toml = LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]', '''tests = ["AddCorrectness.Small/*", "AddHugeCorrectness.Big"]
+scoring = "all-or-nothing"
+checkpoints = [
+  { title = "one block", tests = ["AddCorrectness.Small/*"], max_n = 256 },
+  { title = "any n", tests = ["AddCorrectness.Small/*"] },
+  { title = "past 2^32", tests = ["AddHugeCorrectness.Big"] },
+]''')
+    lab = load_lab(write_lab(tmp_path, toml=toml), tmp_path)
+    res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Small/256"),
+                                t("AddCorrectness.Small/257", Status.FAILED), t("AddHugeCorrectness.Big", Status.NOT_RUN)))
+    small = task(res, "small")
+    assert [(c.title, c.passed, c.total, c.ok) for c in small.checkpoints] == [
+        ("one block", 2, 2, True), ("any n", 2, 3, False), ("past 2^32", 0, 1, False)]
+    assert small.earned == 0.0
+
+
+def test_an_undeclared_big_all_or_nothing_task_gets_one_checkpoint_per_test_family(tmp_path: Path) -> None:
+    from grader.tests.conftest import LAB_TOML
+
+    toml = LAB_TOML.replace('points = 40\ntests = ["AddCorrectness.Small/*"]',
+                            'points = 20\ntests = ["AddCorrectness.Small/*", "AddEdgeCorrectness.*"]\n'
+                            'scoring = "all-or-nothing"')
+    lab = load_lab(write_lab(tmp_path, toml=toml), tmp_path)
+    res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Small/2", Status.FAILED),
+                                t("AddEdgeCorrectness.Empty"), t("AddEdgeCorrectness.Aliased")))
+    assert [(c.title, c.passed, c.total) for c in task(res, "small").checkpoints] == [
+        ("AddCorrectness.Small", 1, 2), ("AddEdgeCorrectness.Empty", 1, 1), ("AddEdgeCorrectness.Aliased", 1, 1)]
+    # 15 points or fewer, or proportional: the test list says enough.
+    small = load_lab(write_lab(tmp_path / "b", toml=toml.replace("points = 20", "points = 15")), tmp_path / "b")
+    assert task(score_lab(small, result(t("AddCorrectness.Small/1"), t("AddEdgeCorrectness.Empty"))),
+                "small").checkpoints == []
