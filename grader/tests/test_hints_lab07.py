@@ -249,10 +249,13 @@ def test_07_any_n_uses_more_scratch_than_it_asked_for() -> None:
 
 
 def _huge(kind: str, first: int, wrong: int) -> str:
+    lead = ("Everything before item 2^32 is right: do your kernels compute indices in 64 bits (std::size_t) "
+            "everywhere?" if first >= 2**32 else
+            "The first wrong item is below 2^32: if smaller tests of this task fail too, fix those first; if only "
+            "this one fails, an index that wraps at 2^32 can land on an early item.")
     return equal("/home/s/labs/07-scan/test_scan.cu:367", "errors[0]", str(wrong), "0u", "0",
                   f"{kind} scan of n = 4294979641 (more than 2^32 items): {wrong} item(s) wrong, the first at index "
-                  f"{first} (item 2^32 is index 4294967296). Do your kernels compute indices in 64 bits "
-                  "(std::size_t) everywhere?")
+                  f"{first} (item 2^32 is index 4294967296). {lead}")
 
 
 def test_07_any_n_tile_base_in_32_bits() -> None:

@@ -364,10 +364,16 @@ void expect_huge_scan(Kind kind, std::size_t temp_bytes, const std::function<voi
                                    d_errors.data() + 1);
   CUDA_CHECK_LAST();
   const std::vector<unsigned long long> errors = d_errors.to_host();
+  // A first wrong item past 2^32 points at a 32-bit index; one below it most often fails at smaller n too.
+  const bool past_2_32 = errors[0] != 0 && errors[1] >= (1ull << 32);
   EXPECT_EQ(errors[0], 0u) << (kind == Kind::kInclusive ? "inclusive" : "exclusive") << " scan of n = " << n
                            << " (more than 2^32 items): " << errors[0] << " item(s) wrong, the first at index "
-                           << errors[1] << " (item 2^32 is index 4294967296). Do your kernels compute "
-                           << "indices in 64 bits (std::size_t) everywhere?";
+                           << errors[1] << " (item 2^32 is index 4294967296). "
+                           << (past_2_32 ? "Everything before item 2^32 is right: do your kernels compute "
+                                           "indices in 64 bits (std::size_t) everywhere?"
+                                         : "The first wrong item is below 2^32: if smaller tests of this task "
+                                           "fail too, fix those first; if only this one fails, an index that "
+                                           "wraps at 2^32 can land on an early item.");
   EXPECT_TRUE(d_out.guards_intact("the output")) << "n = " << n;
   EXPECT_TRUE(d_temp.guards_intact("the scratch (d_temp)")) << "n = " << n;
 }
