@@ -23,9 +23,9 @@ __global__ void hello_kernel() {
 }
 
 void say_hello(int blocks, int threads) {
-  // TODO(student): launch hello_kernel on blocks x threads, check the launch with CUDA_CHECK_LAST(),
-  //                then wait for the GPU with CUDA_CHECK(cudaDeviceSynchronize()). Device printf
-  //                output is only copied to stdout at such a synchronization point (about 3 lines).
+  // TODO(student): launch hello_kernel on blocks x threads and check the launch with CUDA_CHECK_LAST().
+  //                A launch only queues the kernel, and device printf reaches stdout only when the host
+  //                waits for the GPU: every line must be out before say_hello returns (about 3 lines).
 }
 
 // One thread, one add: about the least work a kernel can do, so timing it shows the launch cost.
@@ -67,8 +67,8 @@ DeviceFacts query_device(int device) {
 }
 
 double peak_dram_bandwidth_gbps(const DeviceFacts& facts) {
-  // TODO(student): transfers per second (2 per memory clock) times bytes per transfer (the bus width
-  //                in bytes), in units of 1e9 bytes/s. Mind the kHz (about 3 lines).
+  // TODO(student): the peak bandwidth hello.cuh describes, in GB/s, from the memory clock and the bus
+  //                width. Mind the units (kHz, bits) and use double: an int overflows (about 3 lines).
   return 0.0;
 }
 
@@ -84,10 +84,10 @@ __global__ void fill_kernel(int* out, int value) {
 }
 
 cudaError_t fill_checked(int* d_out, int value, int blocks, int threads) {
-  // TODO(student): launch fill_kernel on blocks x threads. Read the launch error with
-  //                cudaGetLastError() and return it if it is not cudaSuccess; otherwise return what
-  //                cudaDeviceSynchronize() returns. No CUDA_CHECK here: the caller wants the code,
-  //                not an exception (about 4 lines).
+  // TODO(student): launch fill_kernel on blocks x threads and return what went wrong, as a code: the
+  //                launch's own error if it could not run (waiting never reports that one), else what the
+  //                kernel's run reports, once it has finished. Leave no error pending, and throw nothing:
+  //                no CUDA_CHECK here, the caller wants the code (about 4 lines).
   return cudaSuccess;
 }
 

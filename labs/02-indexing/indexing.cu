@@ -33,8 +33,8 @@ void write_global_ids(ThreadCoords* d_coords, unsigned int* d_writes, dim3 grid,
 // ---------------------------------------------------------------------------------------------
 
 __global__ void warp_lane_kernel(WarpLane* out) {
-  // TODO(student): this thread's number in the block, then its warp and lane; store them at
-  //                out[threadIdx.y * blockDim.x + threadIdx.x] (about 3 lines).
+  // TODO(student): this thread's warp and lane, cut from its number in the block as the hardware
+  //                counts (a warp may end mid-row), stored at its place in the block image (about 3 lines).
 }
 
 void warp_lane_2d(WarpLane* d_out, dim3 block) {
@@ -52,9 +52,9 @@ int warps_per_block(dim3 block) {
 // ---------------------------------------------------------------------------------------------
 
 __global__ void add_mirrored_kernel(const float* in, float* out, int width, int height) {
-  // TODO(student): x (column) from the .x components, y (row) from the .y components; guard
-  //                against x >= width and y >= height; then out(x, y) += in(width - 1 - x, y)
-  //                (about 4 lines).
+  // TODO(student): this thread's pixel, the column on the .x components and the row on the .y. A thread
+  //                past either edge of the image must do nothing; the others apply indexing.cuh's update
+  //                to their pixel (row-major; the row's offset in 64 bits) (about 4 lines).
 }
 
 void add_mirrored(const float* d_in, float* d_out, int width, int height) {
@@ -69,9 +69,9 @@ void add_mirrored(const float* d_in, float* d_out, int width, int height) {
 // ---------------------------------------------------------------------------------------------
 
 __global__ void add_mirrored_grid_stride_kernel(const float* in, float* out, int width, int height) {
-  // TODO(student): two nested loops, y outside and x inside, each starting at the thread's global
-  //                coordinate and stepping by the grid's size in threads along that axis
-  //                (gridDim * blockDim) (about 7 lines).
+  // TODO(student): on the caller's grid (often far smaller than the image) loop, y outside and x inside,
+  //                so that the threads together visit every pixel exactly once: each starts at its own
+  //                pixel, and each step moves the whole grid on, each axis by its own sizes (about 7 lines).
 }
 
 void add_mirrored_grid_stride(const float* d_in, float* d_out, int width, int height, dim3 grid, dim3 block) {

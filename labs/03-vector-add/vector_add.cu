@@ -39,8 +39,8 @@ std::vector<float> vector_add_host(const std::vector<float>& a, const std::vecto
 // ---------------------------------------------------------------------------------------------
 
 __global__ void vector_add_grid_stride_kernel(const float* a, const float* b, float* c, std::size_t n) {
-  // TODO(student): start at this thread's global index and step by the total number of threads
-  //                in the grid until you pass n. Use std::size_t: n can exceed 2^31 (about 4 lines).
+  // TODO(student): add all n elements on whatever grid the caller chose (one block, or more threads
+  //                than n), each exactly once. n can pass 2^31: no index or product in 32 bits (about 4 lines).
 }
 
 void vector_add_grid_stride(const float* d_a, const float* d_b, float* d_c, std::size_t n, int blocks,
@@ -54,11 +54,11 @@ void vector_add_grid_stride(const float* d_a, const float* d_b, float* d_c, std:
 // ---------------------------------------------------------------------------------------------
 
 __global__ void scale_x_aos_kernel(Particle* p, std::size_t n, float s) {
-  // TODO(student): one thread per particle: scale its x, guard the end (about 2 lines).
+  // TODO(student): one thread per particle: scale its x, leave the other fields alone, guard the end (about 2 lines).
 }
 
 __global__ void scale_x_soa_kernel(float* x, std::size_t n, float s) {
-  // TODO(student): one thread per element: scale it, guard the end (about 2 lines).
+  // TODO(student): one thread per element: scale it, guard the end; n can pass 2^31: index in 64 bits (about 2 lines).
 }
 
 void scale_x_aos(Particle* d_particles, std::size_t n, float s) {

@@ -25,15 +25,15 @@ PitchedImage upload_pitched(const std::vector<float>& host, int width, int heigh
   image.width = width;
   image.height = height;
   // TODO(student): cudaMallocPitch a width x height float array into image.data / image.pitch, then
-  //                cudaMemcpy2D the host rows into it. The host rows are tightly packed: their pitch
-  //                is width * sizeof(float) (about 4 lines).
+  //                cudaMemcpy2D the host rows into it. Every width and pitch there counts bytes, and
+  //                each side steps by its own pitch: the host rows have no padding (about 4 lines).
   return image;
 }
 
 std::vector<float> download_pitched(const PitchedImage& image) {
   std::vector<float> host(static_cast<std::size_t>(image.width) * image.height);
-  // TODO(student): cudaMemcpy2D the rows back into host: destination pitch width * sizeof(float),
-  //                source pitch image.pitch (about 3 lines).
+  // TODO(student): cudaMemcpy2D the rows back into the packed host vector, giving each side its own
+  //                pitch; the padding must not come back with them (about 3 lines).
   return host;
 }
 
@@ -47,8 +47,8 @@ void free_pitched(PitchedImage& image) {
 // ---------------------------------------------------------------------------------------------
 
 __device__ const float* row_ptr(const float* base, std::size_t pitch, int y) {
-  // TODO(student): step y * pitch bytes from base (through const char*) and return it as a float
-  //                pointer (1 line).
+  // TODO(student): return the start of row y. The pitch counts bytes, but arithmetic on a float*
+  //                counts floats; and y * pitch can pass 2^31, so keep it out of int (1 line).
   return base;
 }
 
@@ -60,8 +60,8 @@ __device__ float* row_ptr(float* base, std::size_t pitch, int y) {
 // One thread per element; threads outside width x height do nothing, so the padding stays untouched.
 __global__ void map_affine_kernel(const float* in, std::size_t in_pitch, float* out, std::size_t out_pitch,
                                   int width, int height, float a, float b) {
-  // TODO(student): x and y from the 2D grid; guard; out(x, y) = a * in(x, y) + b through row_ptr,
-  //                each array with its own pitch (about 4 lines).
+  // TODO(student): one thread per pixel: out(x, y) = a * in(x, y) + b, each row found with row_ptr and
+  //                its own array's pitch. Threads past the width or the height touch nothing (about 4 lines).
 }
 
 void map_affine(const float* d_in, std::size_t in_pitch, float* d_out, std::size_t out_pitch, int width,
@@ -81,8 +81,9 @@ void map_affine(const float* d_in, std::size_t in_pitch, float* d_out, std::size
 
 __global__ void map_affine_fast_kernel(const float* __restrict__ in, std::size_t in_pitch, float* __restrict__ out,
                                        std::size_t out_pitch, int width, int height, float a, float b) {
-  // TODO(student): the fastest correct kernel you can write. Idea: each thread loads kRows elements
-  //                of one column (rows kBlockY apart) into registers, then computes and stores them all.
+  // TODO(student): the fastest correct kernel you can write. Idea: a block covers kTileY rows, and each
+  //                thread issues the loads of all its kRows rows before its first store. The threads of a
+  //                block must cover every row of the tile once; guard each row, the last tile may be partial.
 }
 
 void map_affine_fast(const float* d_in, std::size_t in_pitch, float* d_out, std::size_t out_pitch, int width,
@@ -106,8 +107,9 @@ void set_filter_weights(const float weights[9]) {
 // stays inside the rows (never in the padding, never outside the array).
 __global__ void filter3x3_kernel(const float* in, std::size_t in_pitch, float* out, std::size_t out_pitch, int width,
                                  int height) {
-  // TODO(student): x, y, guard; sum c_weights[r * 3 + c] * in(clamped x + c - 1, clamped y + r - 1)
-  //                over r, c in 0..2; store the sum at out(x, y) (about 12 lines).
+  // TODO(student): one thread per pixel stores the weighted sum of its 3x3 neighbourhood (the formula and
+  //                the order of the weights are in the README). Clamp each neighbour's row and column into
+  //                the image, so no read leaves it; threads outside the image store nothing (about 12 lines).
 }
 
 void filter3x3(const float* d_in, std::size_t in_pitch, float* d_out, std::size_t out_pitch, int width, int height) {

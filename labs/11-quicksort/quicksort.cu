@@ -49,11 +49,13 @@ __device__ __forceinline__ int next_pow2(int m) { return m <= 1 ? 1 : 1 << (32 -
 // slots [m, P) do not exist and act as +infinity, so a comparator that touches one would never swap and
 // is skipped. Ends with __syncthreads(), so the caller may read the result right away.
 __device__ __forceinline__ void bitonic_sort_block(unsigned* keys, int m) {
-  // TODO(student): the bitonic network (about 14 lines). For run length k = 2, 4, ..., P and distance
-  //                j = k/2, k/4, ..., 1, comparator i = threadIdx.x, +kSortBlock, ... < P/2 joins
-  //                lo = ((i & ~(j - 1)) << 1) | (i & (j - 1)) with hi = lo ^ (k - 1) when j == k/2 (the
-  //                mirror position: two ascending runs become one bitonic run) and hi = lo ^ j otherwise.
-  //                Skip hi >= m; swap when keys[lo] > keys[hi]; __syncthreads() after every (k, j) step.
+  // TODO(student): the bitonic network (about 14 lines). Each stage merges sorted runs into runs twice
+  //                as long, in passes of shrinking comparator distance; the first pass of a stage pairs
+  //                each slot with its mirror image in the run (the README's figure and Task 1 hint show
+  //                how to turn a comparator number into its two slots). Pitfalls: the stages go up to the
+  //                padded size P, not m; a pass has P/2 comparators, more than kSortBlock threads for
+  //                large m; a comparator that reaches a missing slot (m or past it) is skipped, as that
+  //                slot holds no key; and every thread must reach a __syncthreads() between passes.
 }
 
 // One block copies in[0, m) into shared memory, sorts it there and writes it to out[0, m).
@@ -121,16 +123,19 @@ __device__ __forceinline__ int block_exclusive_sum(int value, int* total) {
 // equal to the pivot nowhere. counters->less and counters->greater hand out the slots.
 __device__ void partition_tile(const unsigned* in, unsigned* out, int count, unsigned pivot,
                                NodeCounters* counters) {
-  // TODO(student): the block's part of the partition (about 32 lines):
-  //   1. load kPartItems keys per thread, consecutive threads reading consecutive keys; a thread past
-  //      the end can pretend to hold the pivot, which is dropped;
-  //   2. count the thread's keys < pivot and > pivot; block_exclusive_sum gives each thread its offset
-  //      and the block totals (tip: pack both counts in one int, less in the low 16 bits);
-  //   3. thread 0 reserves the block's slots: atomicAdd(&counters->less, total_less) is where its less
-  //      keys start, and count - atomicAdd(&counters->greater, total_greater) - total_greater is where
-  //      its greater keys start (the back fills up from the end);
-  //   4. stage the less keys, then the greater keys, in s_keys; __syncthreads(); copy s_keys out with
-  //      consecutive threads writing consecutive slots (__shared__ unsigned s_keys[kPartTile]).
+  // TODO(student): the block's part of the partition (about 32 lines). The block owns one tile of
+  //   kPartTile keys, kPartItems per thread:
+  //   1. load them so that a warp reads consecutive keys (coalesced), each key of the tile exactly once;
+  //      a thread past count needs a stand-in key that lands on neither side;
+  //   2. count each thread's keys < pivot and > pivot; block_exclusive_sum (once per kernel) gives each
+  //      thread the count of the threads before it and the block's totals. Both counts can share one
+  //      int if each field is wide enough for a whole tile;
+  //   3. thread 0 reserves the block's slots with one atomicAdd per side on *counters: the < side
+  //      fills out from the front, the > side from the back (so mind where the block's greater keys
+  //      begin: its reserved range ends at the slots other blocks took before it);
+  //   4. stage the < keys, then the > keys, in __shared__ unsigned s_keys[kPartTile]; every thread must
+  //      see the staged keys and thread 0's bases before any thread copies them out, with consecutive
+  //      threads writing consecutive slots.
 }
 
 __global__ void __launch_bounds__(kPartBlock)
@@ -260,13 +265,15 @@ __global__ void quicksort_partition_kernel(Workspace ws, Segment seg);  // defin
 // (empty), a leaf job (small enough for the block sort, or too deep), or a partition grid launched
 // into cudaStreamFireAndForget. Called by all 32 threads of one warp with the same arguments.
 __device__ void schedule_segment(const Workspace& ws, int begin, int count, int depth, int buffer) {
-  // TODO(student): Task 3, with the depth limit of Task 4 (about 14 lines):
-  //   - count == 0: nothing to do;
-  //   - count <= kBlockSortMax, or depth >= ws.max_depth (Task 4): lane 0 calls push_leaf;
-  //   - otherwise the whole warp computes warp_median_pivot(ws.keys(buffer) + begin, count); lane 0
-  //     takes a node slot (take_node; stop if it returns -1) and launches quicksort_partition_kernel
-  //     on ceil(count / kPartTile) blocks of kPartBlock threads into cudaStreamFireAndForget, then
-  //     calls check_launch.
+  // TODO(student): Task 3, with the depth limit of Task 4 (about 14 lines). Decide the segment's fate:
+  //   - an empty one needs nothing;
+  //   - one the block sort can take (at most kBlockSortMax keys), or one at ws.max_depth (Task 4),
+  //     becomes a leaf job (push_leaf). A single key too: it may still lie in the input or scratch;
+  //   - any other one gets a pivot from warp_median_pivot (every lane must call it) and a partition
+  //     grid: take_node (give up on -1), then launch quicksort_partition_kernel into
+  //     cudaStreamFireAndForget, kPartBlock threads a block and enough blocks (kPartTile keys each)
+  //     for every key, and check_launch.
+  //   Pitfall: all 32 lanes run this function, but a segment must be recorded or launched only once.
 }
 
 // One node of the tree. Every block partitions its tile from seg.buffer into the other buffer; the last
@@ -277,17 +284,18 @@ __global__ void __launch_bounds__(kPartBlock) quicksort_partition_kernel(Workspa
   NodeCounters* counters = ws.counters + seg.node;
   partition_tile(ws.keys(seg.buffer) + seg.begin, ws.writable(target) + seg.begin, seg.count, seg.pivot, counters);
 
-  // TODO(student): Task 3 (about 25 lines):
-  //   1. find the last block: every thread __threadfence()s its stores, __syncthreads(), then thread 0
-  //      does atomicAdd(&counters->blocks_done, 1) and shares "was I gridDim.x - 1?" through shared
-  //      memory; all other blocks return;
-  //   2. the last block __threadfence()s again and reads the final totals with __ldcg (they live in L2);
-  //   3. the seg.count - less - greater pivot-equal keys belong at ws.out[seg.begin + less, ...): fill
-  //      them with seg.pivot, by this block's threads when there are at most kFillInline of them, else
-  //      by fill_kernel (thread 0 launches it into cudaStreamFireAndForget after take_node, then
-  //      check_launch);
-  //   4. warp 0 schedules [seg.begin, +less) and warp 1 [seg.begin + seg.count - greater, +greater),
-  //      both in buffer `target` at depth seg.depth + 1.
+  // TODO(student): Task 3 (about 25 lines), once the block has partitioned its tile:
+  //   1. find the block that finishes last, with counters->blocks_done (one atomicAdd per block, its
+  //      answer shared through shared memory); the other blocks return. A block's stores must be
+  //      visible device-wide before it counts itself done (a fence), and every thread of the block
+  //      must reach each __syncthreads();
+  //   2. the last block reads the final counts after another fence, from L2 (__ldcg): this SM's L1
+  //      may hold stale copies;
+  //   3. the pivot-equal keys are final once the counts are known: write seg.pivot over their run in
+  //      the output buffer ws.out; this block's threads do it for up to kFillInline keys, a fill_kernel
+  //      grid (take_node, cudaStreamFireAndForget, check_launch) for more;
+  //   4. schedule the < side and the > side of the segment, one warp each, one level deeper, in the
+  //      buffer the partition wrote (`target`).
 }
 
 // Sorts every recorded leaf into the output. Tail-launched by the root, so it starts only when the
@@ -303,9 +311,10 @@ __global__ void __launch_bounds__(kSortBlock) sort_leaves_kernel(Workspace ws) {
     if (job.count <= kBlockSortMax) {
       // TODO(student): Task 3: sort the leaf with your Task 1 code (1 line).
     } else {
-      // TODO(student): Task 4, the depth-limit fallback for a leaf too large for shared memory: copy it
-      //                to dst if it is elsewhere, __syncthreads(), then run bitonic_sort_block on dst in
-      //                global memory. Slow (one block), but it only runs past max_depth (about 5 lines).
+      // TODO(student): Task 4, the depth-limit fallback for a leaf too large for shared memory: sort it
+      //                with bitonic_sort_block right in dst (global memory), after bringing its keys there
+      //                if they lie in another buffer; no comparator may run before every thread's copy is
+      //                done. Slow (one block), but it only runs past max_depth (about 5 lines).
     }
     __syncthreads();  // the next leaf reuses s_keys
   }
@@ -313,9 +322,10 @@ __global__ void __launch_bounds__(kSortBlock) sort_leaves_kernel(Workspace ws) {
 
 // The host launches this with one warp: it schedules the whole input, then tail-launches the leaf sort.
 __global__ void quicksort_root_kernel(Workspace ws, int n, int leaf_blocks) {
-  // TODO(student): Task 3 (about 5 lines): schedule_segment for [0, n) of kInput at depth 0 (the whole
-  //                warp), then thread 0 launches sort_leaves_kernel on leaf_blocks blocks of
-  //                kSortBlock threads into cudaStreamTailLaunch and calls check_launch.
+  // TODO(student): Task 3 (about 5 lines): the whole warp schedules the whole input (buffer kInput,
+  //                depth 0); then one thread launches sort_leaves_kernel (leaf_blocks blocks of
+  //                kSortBlock threads) so that it starts only after the entire tree has finished, and
+  //                checks that launch.
 }
 
 void quicksort(const unsigned* d_in, unsigned* d_out, int n, QuicksortOptions options) {

@@ -28,9 +28,9 @@ __global__ void hello_kernel() {
 }
 
 void say_hello(int blocks, int threads) {
-  // TODO(student): launch hello_kernel on blocks x threads, check the launch with CUDA_CHECK_LAST(),
-  //                then wait for the GPU with CUDA_CHECK(cudaDeviceSynchronize()). Device printf
-  //                output is only copied to stdout at such a synchronization point (about 3 lines).
+  // TODO(student): launch hello_kernel on blocks x threads and check the launch with CUDA_CHECK_LAST().
+  //                A launch only queues the kernel, and device printf reaches stdout only when the host
+  //                waits for the GPU: every line must be out before say_hello returns (about 3 lines).
   // BEGIN SOLUTION
   hello_kernel<<<blocks, threads>>>();
   CUDA_CHECK_LAST();
@@ -110,8 +110,8 @@ DeviceFacts query_device(int device) {
 }
 
 double peak_dram_bandwidth_gbps(const DeviceFacts& facts) {
-  // TODO(student): transfers per second (2 per memory clock) times bytes per transfer (the bus width
-  //                in bytes), in units of 1e9 bytes/s. Mind the kHz (about 3 lines).
+  // TODO(student): the peak bandwidth hello.cuh describes, in GB/s, from the memory clock and the bus
+  //                width. Mind the units (kHz, bits) and use double: an int overflows (about 3 lines).
   // BEGIN SOLUTION
   const double transfers_per_s = 2.0 * facts.memory_clock_khz * 1e3;
   const double bytes_per_transfer = facts.memory_bus_bits / 8.0;
@@ -132,10 +132,10 @@ __global__ void fill_kernel(int* out, int value) {
 }
 
 cudaError_t fill_checked(int* d_out, int value, int blocks, int threads) {
-  // TODO(student): launch fill_kernel on blocks x threads. Read the launch error with
-  //                cudaGetLastError() and return it if it is not cudaSuccess; otherwise return what
-  //                cudaDeviceSynchronize() returns. No CUDA_CHECK here: the caller wants the code,
-  //                not an exception (about 4 lines).
+  // TODO(student): launch fill_kernel on blocks x threads and return what went wrong, as a code: the
+  //                launch's own error if it could not run (waiting never reports that one), else what the
+  //                kernel's run reports, once it has finished. Leave no error pending, and throw nothing:
+  //                no CUDA_CHECK here, the caller wants the code (about 4 lines).
   // BEGIN SOLUTION
   fill_kernel<<<blocks, threads>>>(d_out, value);
   const cudaError_t launch = cudaGetLastError();  // also clears it, so nothing stays pending

@@ -25,9 +25,9 @@ constexpr int kRows = 4;   // thread rows per block: 32 x 4 = 128 threads, 8 ele
 // Task 1: thread (x, y) copies in[row][col] to out[col][row]. A warp reads 32 neighbours of one input
 // row (coalesced) but writes 32 elements `rows` floats apart: 32 separate memory sectors per store.
 __global__ void transpose_naive_kernel(const float* in, float* out, int rows, int cols) {
-  // TODO(student): this thread's (row, col) from blockIdx, blockDim and threadIdx (x goes along a row);
-  //                if it lies inside the matrix, copy in[row * cols + col] to out[col * rows + row]
-  //                (about 4 lines).
+  // TODO(student): find the input element this thread owns (x runs along an input row, so a warp reads
+  //                neighbours) and, if it lies inside the matrix, copy it to its transposed place. The
+  //                output is cols x rows: check each index against its own bound (about 4 lines).
   // BEGIN SOLUTION
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
@@ -52,13 +52,13 @@ void transpose_naive(const float* d_in, float* d_out, int rows, int cols) {
 // same bank, so the access is split into 32 one-at-a-time transactions (a 32-way bank conflict).
 __global__ void transpose_tiled_kernel(const float* in, float* out, int rows, int cols) {
   // TODO(student): (about 14 lines)
-  //   1. declare a __shared__ float tile[kTile][kTile];
-  //   2. each thread loads in[row][col] for row = blockIdx.y * kTile + threadIdx.y + j, j = 0, kRows,
-  //      2 * kRows, ... (col = blockIdx.x * kTile + threadIdx.x), into tile[threadIdx.y + j][threadIdx.x];
-  //   3. __syncthreads(): a thread is about to read elements that other warps loaded;
-  //   4. write the tile out transposed: the block's output tile starts at out row blockIdx.x * kTile and
-  //      out column blockIdx.y * kTile; threadIdx.x goes along an output row, so the stores coalesce.
-  //   Guard every load and store against the matrix edges, but let every thread reach the barrier.
+  //   - Stage one kTile x kTile tile of the input in a __shared__ array, read with coalesced loads
+  //     (threadIdx.x along an input row). A block has only kRows rows of threads, so each thread
+  //     moves several rows of its tile.
+  //   - Wait until the whole tile is in, then write it to the block's tile of the output, again with
+  //     threadIdx.x along an output row so that the stores coalesce: the turn happens in shared memory.
+  //   - Guard loads with the input's bounds and stores with the output's (cols x rows); keep the
+  //     barrier outside every guard, since every thread of the block must reach it.
   // BEGIN SOLUTION
   __shared__ float tile[kTile][kTile];
   const int col = blockIdx.x * kTile + threadIdx.x;
@@ -101,7 +101,7 @@ constexpr int kPadTile = 64;
 constexpr int kPadRows = 8;
 // END SOLUTION
 __global__ void transpose_padded_kernel(const float* in, float* out, int rows, int cols) {
-  // TODO(student): your tiled kernel, with tile declared as [kTile][kTile + 1] (about 14 lines).
+  // TODO(student): your tiled kernel, its tile padded so a column read is conflict-free (about 14 lines).
   // BEGIN SOLUTION
   __shared__ float tile[kPadTile][kPadTile + 1];  // + 1: consecutive rows start in consecutive banks
   const int col = blockIdx.x * kPadTile + threadIdx.x;
@@ -142,8 +142,8 @@ constexpr int kNaiveX = 32;  // threads per block along a row of C
 constexpr int kNaiveY = 8;   // threads per block along a column of C
 
 __global__ void matmul_naive_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
-  // TODO(student): row and col of this thread's element; if inside C, sum a[row][i] * b[i][col] over
-  //                i < k in a float and store it to c[row][col] (about 6 lines).
+  // TODO(student): one thread per element of C (x along a row): if it lies inside C, add up its k
+  //                products in a float and store it; each matrix has its own row length (about 6 lines).
   // BEGIN SOLUTION
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
@@ -174,12 +174,12 @@ constexpr int kMatTile = 32;  // 32 x 32 = 1024 threads per block, 2 x 4 KiB of 
 
 __global__ void matmul_tiled_kernel(const float* a, const float* b, float* c, int m, int n, int k) {
   // TODO(student): (about 20 lines)
-  //   - __shared__ tiles for A and B, kMatTile x kMatTile each; row and col of this thread's element.
-  //   - For each phase p (k0 = p * kMatTile, for k0 < k): load a[row][k0 + tx] and b[k0 + ty][col]
-  //     (0 when outside the matrix), __syncthreads(), add up the kMatTile products, __syncthreads().
-  //   - Store c[row][col] if it is inside C.
-  //   Do not return early: every thread of the block must reach every __syncthreads(), and threads
-  //   outside C still load their share of the tiles.
+  //   - Each thread computes one element of the block's tile of C. Walk all of k in phases (the last
+  //     may be partial): stage a kMatTile x kMatTile tile of A and one of B in __shared__ arrays, one
+  //     element of each per thread (which one is for you to work out), then add up kMatTile products.
+  //   - Two hazards per phase: no thread may read a tile before it is complete, nor overwrite it while
+  //     a slower warp still reads it. Load 0.0f outside A and B, judged by global indices, not tile ones.
+  //   - Never return early: threads outside C still load their share and reach every barrier.
   // BEGIN SOLUTION
   __shared__ float a_tile[kMatTile][kMatTile];
   __shared__ float b_tile[kMatTile][kMatTile];

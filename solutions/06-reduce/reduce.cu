@@ -55,11 +55,12 @@ void reduce_in_passes(BlockKernel<T> kernel, std::size_t items_per_block, const 
 
 template <class T>
 __global__ void reduce_interleaved_kernel(const T* in, T* out, std::size_t count) {
-  // TODO(student): declare __shared__ T s_data[kBlock] and store in[i] there, i being this thread's
-  //                global index, or 0 past the end (0 is neutral for +). Then halve the data
-  //                log2(kBlock) times: for stride = 1, 2, 4, ..., a thread whose index is a multiple of
-  //                2 * stride adds s_data[tid + stride] into s_data[tid]. Thread 0 writes the block's
-  //                sum to out[blockIdx.x]. Where are barriers needed? (about 10 lines)
+  // TODO(student): sum this block's kBlock values in a __shared__ T s_data[kBlock]: each thread stores
+  //                its value there (a thread past count stores one that adds nothing), then a tree of
+  //                log2(kBlock) steps folds the slots pairwise, the adding threads picked by interleaved
+  //                addressing (the chapter's step 1). Thread 0 writes the block's sum to out[blockIdx.x].
+  //                Every step reads slots other threads wrote: where do barriers go, and does every
+  //                thread reach them? Keep the global index in std::size_t (about 10 lines).
   // BEGIN SOLUTION
   __shared__ T s_data[kBlock];
   const unsigned tid = threadIdx.x;
@@ -94,8 +95,9 @@ void reduce_interleaved(const int* d_in, int* d_out, std::size_t n, ReduceWorksp
 
 template <class T>
 __global__ void reduce_sequential_kernel(const T* in, T* out, std::size_t count) {
-  // TODO(student): load as in step 1; then for stride = kBlock/2, kBlock/4, ..., 1, threads with
-  //                tid < stride add s_data[tid + stride] into s_data[tid] (about 10 lines).
+  // TODO(student): the load and the tree of step 1, but pick the adding threads so that they stay
+  //                packed at the front of the block: whole warps then work or idle together. Barriers
+  //                as before, outside the if that picks the threads (about 10 lines).
   // BEGIN SOLUTION
   __shared__ T s_data[kBlock];
   const unsigned tid = threadIdx.x;
@@ -130,9 +132,10 @@ void reduce_sequential(const int* d_in, int* d_out, std::size_t n, ReduceWorkspa
 
 template <class T>
 __global__ void reduce_first_add_kernel(const T* in, T* out, std::size_t count) {
-  // TODO(student): this block covers values [2 * kBlock * blockIdx.x, 2 * kBlock * (blockIdx.x + 1)).
-  //                Each thread loads in[i] and in[i + kBlock] (either may be past the end), stores
-  //                their sum, then runs the tree of step 2 (about 12 lines).
+  // TODO(student): a block now covers 2 * kBlock values: each thread adds two of them as it loads
+  //                (chosen so that both loads of a warp stay coalesced), stores the sum, then runs the
+  //                tree of step 2. Mind where each block starts now, and that each of the two values
+  //                may lie past count on its own (about 12 lines).
   // BEGIN SOLUTION
   __shared__ T s_data[kBlock];
   const unsigned tid = threadIdx.x;
@@ -176,8 +179,8 @@ void reduce_first_add(const int* d_in, int* d_out, std::size_t n, ReduceWorkspac
 // The sum of v over the 32 lanes of the calling warp, valid in lane 0. All 32 lanes must call it.
 template <class T>
 __device__ T warp_reduce_sum(T v) {
-  // TODO(student): offsets 16, 8, 4, 2, 1: add the value from the lane `offset` places higher
-  //                (__shfl_down_sync with kFullMask) (about 3 lines).
+  // TODO(student): bring all 32 lanes' v together in lane 0 with log2(kWarp) __shfl_down_sync calls:
+  //                which offsets? Every lane makes every call, with kFullMask (about 3 lines).
   // BEGIN SOLUTION
 #pragma unroll
   for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_down_sync(kFullMask, v, offset);
@@ -190,10 +193,10 @@ __device__ T warp_reduce_sum(T v) {
 // It uses shared memory: a caller that calls it twice needs a __syncthreads() in between.
 template <class T>
 __device__ T block_reduce_sum(T v) {
-  // TODO(student): reduce within each warp; lane 0 of warp w stores its sum in a
-  //                __shared__ T s_warp_sums[kWarpsPerBlock];
-  //                barrier; warp 0 loads the kWarpsPerBlock sums (0 for the other lanes) and
-  //                reduces them with warp_reduce_sum (about 8 lines).
+  // TODO(student): two levels: each warp sums itself with warp_reduce_sum, the warp sums meet in a
+  //                __shared__ T s_warp_sums[kWarpsPerBlock], and warp 0 sums those. Warp 0 may read
+  //                them only once every warp has stored (a barrier that every thread reaches), and its
+  //                lanes with no warp sum to read add 0, not a slot past the array (about 8 lines).
   // BEGIN SOLUTION
   __shared__ T s_warp_sums[kWarpsPerBlock];
   const int lane = threadIdx.x % kWarp;
@@ -263,14 +266,16 @@ __global__ void __launch_bounds__(kBlock)
     reduce_single_pass_kernel(const T* __restrict__ in, T* out, std::size_t n, T* partials,
                               unsigned int* counter) {
   // TODO(student): (about 40 lines)
-  //   1. Grid-stride loop over the n / 4 vectors of in (reinterpret_cast to Vec4<T>::type): while
-  //      kUnroll vectors remain for this thread, load all of them, then add them; then a plain loop
-  //      for the rest; the n % 4 values at the very end are added by the first threads of the grid.
-  //   2. block_reduce_sum; thread 0 stores the block's partial in partials[blockIdx.x], calls
-  //      __threadfence(), then atomicAdd(counter, 1): the block that gets gridDim.x - 1 is the last.
-  //      Share that answer with the block through a __shared__ flag.
-  //   3. The last block sums partials[0 .. gridDim.x) (read them with __ldcg: from L2, not a stale L1),
-  //      thread 0 writes *out and sets *counter back to 0.
+  //   1. Each thread sums its share with a grid-stride loop over the array's 16-byte vectors
+  //      (reinterpret_cast to Vec4<T>::type), kUnroll loads issued before any add, then a plain loop for
+  //      what is left. Every load of an unrolled round must be in bounds, not only its first; the n % 4
+  //      values after the last whole vector count too; indices and strides are std::size_t.
+  //   2. block_reduce_sum, then thread 0 stores the block's partial in partials[blockIdx.x] and takes a
+  //      ticket from counter with an atomic, so that exactly one block learns every partial is in (what
+  //      does the atomic return?). The partial must be visible to the whole device before the ticket
+  //      is (the chapter's fence). Thread 0 tells its block in a __shared__ flag: read it after a barrier.
+  //   3. That block adds every partial (read them with __ldcg: from L2, not a stale L1), thread 0 writes
+  //      *out, and counter must be ready for the next call.
   // BEGIN SOLUTION
   using V = typename Vec4<T>::type;
   const V* in4 = reinterpret_cast<const V*>(in);

@@ -26,10 +26,11 @@ __global__ void block_scan_hillis_steele_kernel(const int* in, int* out, std::si
   __shared__ int s_buf[2][kBlockScanTile];  // two buffers: read one, write the other, swap
   const int t = threadIdx.x;
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * kBlockScanTile + t;
-  // TODO(student): load one element per thread into shared memory (0 past the end of the array), then
-  //                run the log2(kBlockScanTile) steps, each reading one buffer and writing the other,
-  //                with a __syncthreads() where a step needs the previous one finished; write the
-  //                inclusive result back if i < n (about 14 lines).
+  // TODO(student): scan this block's tile inclusively in shared memory, one element per thread (0 past
+  //                the end of the array), and write back the results that lie inside it. A step may
+  //                read only what the previous step wrote: that is what the two buffers are for.
+  //                Pitfall: every __syncthreads() must be reached by every thread of the block, so
+  //                never put one inside a branch that only some threads take (about 14 lines).
   // BEGIN SOLUTION
   s_buf[0][t] = i < n ? in[i] : 0;  // past the end: 0, the identity, so a partial tile scans correctly
   __syncthreads();                  // every element is in shared memory before anyone reads a neighbour
@@ -70,10 +71,12 @@ __global__ void block_scan_blelloch_kernel(const int* in, int* out, std::size_t 
   __shared__ int s_tree[conflict_free(kBlockScanTile - 1) + 1];
   const int t = threadIdx.x;
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * kBlockScanTile;
-  // TODO(student): load elements t and t + kBlellochThreads of the tile (coalesced; 0 past the end)
-  //                at their conflict_free() positions; up-sweep; set the last element to 0; down-sweep;
-  //                write both results back where they are inside the array. Every level of each
-  //                sweep reads what the previous level wrote (about 30 lines).
+  // TODO(student): exclusive scan of this block's tile with an up-sweep and a down-sweep in s_tree, two
+  //                elements per thread, picked so that each warp's loads stay coalesced (0 past the end;
+  //                store only what lies inside the array). Every access to s_tree goes through
+  //                conflict_free(), the root's too. Pitfalls: each level reads what other threads wrote
+  //                in the level before, and the stores read the last level; a down-sweep node still
+  //                needs its left child's old value after overwriting it (about 30 lines).
   // BEGIN SOLUTION
   const int a = t;
   const int b = t + kBlellochThreads;
@@ -130,9 +133,10 @@ static_assert(kShuffleWarps <= kWarpSize, "one warp scans the warp totals");
 // Inclusive scan across the 32 lanes of a warp (Hillis-Steele in registers): after the step with
 // distance d, lane l holds the sum of lanes l - 2d + 1 .. l.
 __device__ int warp_inclusive_scan(int value) {
-  // TODO(student): five steps, d = 1, 2, 4, 8, 16: read the value d lanes below with
-  //                __shfl_up_sync(kFullMask, value, d), add it if lane >= d. Every lane must call the
-  //                shuffle, including the lanes that ignore its result (about 6 lines).
+  // TODO(student): inclusive scan of `value` across the 32 lanes of the warp, in registers with
+  //                __shfl_up_sync (no shared memory, no barrier). Lane 31 must end with the sum of all
+  //                32 lanes: count the steps that takes. Pitfall: every lane named in kFullMask calls
+  //                the shuffle in every step, even a lane that discards the result (about 6 lines).
   // BEGIN SOLUTION
   const int lane = threadIdx.x % kWarpSize;
 #pragma unroll
@@ -150,10 +154,11 @@ __global__ void block_scan_warp_shuffle_kernel(const int* in, int* out, std::siz
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * kBlockScanTile + threadIdx.x;
-  // TODO(student): scan within each warp; the last lane of each warp writes the warp's total to
-  //                s_warp_sums; warp 0 turns the totals into exclusive warp offsets with one more warp
-  //                scan; every thread adds its warp's offset and writes its result if i < n. Two
-  //                __syncthreads() (about 14 lines).
+  // TODO(student): inclusive scan of the tile: scan each warp with warp_inclusive_scan, then let one warp
+  //                scan the warp totals in s_warp_sums, so that every warp can add the sum of the warps
+  //                before it; write only where i < n. Pitfalls: which lane holds its warp's total, a
+  //                warp's offset leaves out its own total, and a __syncthreads() wherever one warp
+  //                reads what another wrote (about 14 lines).
   // BEGIN SOLUTION
   int value = warp_inclusive_scan(i < n ? in[i] : 0);
   if (lane == kWarpSize - 1) s_warp_sums[warp] = value;  // the last lane holds the warp's total
@@ -300,8 +305,10 @@ __global__ void __launch_bounds__(kScanThreads)
     scan_tiles_kernel(const int* __restrict__ in, int* __restrict__ out, std::size_t n, int* tile_sums) {
   // TODO(student): scan this block's tile of kScanTile items (inclusive or exclusive, as kInclusive
   //                says) with the fastest block scan you have, several items per thread; write the
-  //                tile's total to tile_sums[blockIdx.x] unless tile_sums is nullptr (about 20 lines
-  //                with the helpers above).
+  //                tile's total to tile_sums[blockIdx.x] unless tile_sums is nullptr. Pitfalls: the
+  //                tile's start passes 2^32 for huge n, so widen blockIdx.x before you multiply; the
+  //                total covers the whole tile, in an exclusive scan too (about 20 lines with the
+  //                helpers above).
   // BEGIN SOLUTION
   constexpr int kWarps = kScanThreads / kWarpSize;
   __shared__ int s_warp_offsets[kWarps];
@@ -329,9 +336,10 @@ __global__ void __launch_bounds__(kScanThreads)
 // Block b adds tile_offsets[b + 1] to every element of tile b + 1 (tile 0's offset is 0: no block).
 __global__ void __launch_bounds__(kScanThreads)
     add_tile_offsets_kernel(int* out, std::size_t n, const int* __restrict__ tile_offsets) {
-  // TODO(student): read this block's offset once, add it to the kScanTile items of its tile (int4
-  //                loads and stores where the tile is whole, element by element where the array
-  //                ends) (about 8 lines with the helpers above).
+  // TODO(student): read this block's tile offset once and add it to every item of its tile (int4 loads
+  //                and stores where the tile is whole, item by item where the array ends). Pitfalls:
+  //                which tile this block owns, given the launch described above, and a 64-bit tile
+  //                start (about 8 lines with the helpers above).
   // BEGIN SOLUTION
   const std::size_t tile = static_cast<std::size_t>(blockIdx.x) + 1;
   const int offset = tile_offsets[tile];
@@ -349,10 +357,10 @@ __global__ void __launch_bounds__(kScanThreads)
 constexpr std::size_t round_up_to_int4(std::size_t count) { return cudalab::ceil_div<std::size_t>(count, 4) * 4; }
 
 std::size_t scan_temp_bytes(std::size_t n) {
-  // TODO(student): the scratch your recursion uses. Per level with more than one tile: the tile totals
-  //                and their scan, ceil(count / kScanTile) ints each (rounded up with
-  //                round_up_to_int4); then the same for the next level, until one tile is left
-  //                (about 5 lines).
+  // TODO(student): the bytes of d_temp that scan_any uses for n items, every level of its recursion
+  //                included. Count exactly the arrays scan_any places there, each rounded up with
+  //                round_up_to_int4 so that the next one stays 16-byte aligned. Pitfall: scan_any must
+  //                never use more than this returns (about 5 lines).
   // BEGIN SOLUTION
   std::size_t bytes = 0;
   for (std::size_t tiles = cudalab::ceil_div<std::size_t>(n, kScanTile); tiles > 1;
@@ -367,9 +375,11 @@ std::size_t scan_temp_bytes(std::size_t n) {
 // Scans n items of d_in into d_out (n > 0), using d_temp as laid out by scan_temp_bytes.
 template <bool kInclusive>
 void scan_any(const int* d_in, int* d_out, std::size_t n, int* d_temp) {
-  // TODO(student): one tile: scan it and stop. Otherwise scan the tiles (totals into d_temp), scan the
-  //                totals exclusively into the next part of d_temp by calling scan_any<false> on
-  //                them (it takes the rest of d_temp as its own scratch), then add the offsets.
+  // TODO(student): scan-then-propagate as the chapter lays it out, scanning the tile totals with
+  //                scan_any itself (the rest of d_temp is its scratch), and carving d_temp just as
+  //                scan_temp_bytes counted it. Pitfalls: which kind of scan turns totals into offsets,
+  //                whatever kInclusive is; one tile (n == kScanTile too) needs no second level, and a
+  //                grid of 0 blocks is an invalid launch.
   //                Check every launch (about 14 lines).
   // BEGIN SOLUTION
   const std::size_t tiles = cudalab::ceil_div<std::size_t>(n, kScanTile);
@@ -410,7 +420,9 @@ void inclusive_scan(const int* d_in, int* d_out, std::size_t n, void* d_temp) {
 
 // TODO(student): your single-pass scan: tile status words, the look-back and the kernel, plus the
 //                host code that clears the scratch and launches it (about 120 lines; the tile
-//                helpers of Task 4 do much of the work).
+//                helpers of Task 4 do much of the work). Pitfalls: a block may wait only for tiles
+//                that running blocks own, the scratch must start clean in every call, and a reader
+//                must never see a tile's flag without its value.
 // BEGIN SOLUTION
 
 constexpr int kLookBackThreads = 256;

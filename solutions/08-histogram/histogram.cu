@@ -29,7 +29,8 @@ constexpr int kWarp = 32;
 // ---------------------------------------------------------------------------------------------
 
 __global__ void histogram_global_kernel(const unsigned char* in, std::size_t n, unsigned int* bins) {
-  // TODO(student): one thread per byte: guard the end, then atomicAdd 1 to the byte's bin (about 2 lines).
+  // TODO(student): one thread per byte adds 1 to its byte's bin. Many threads may add to the same bin
+  //   at once, and no count may be lost; threads past n do nothing, and n may pass 2^31 (about 2 lines).
   // BEGIN SOLUTION
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) atomicAdd(&bins[in[i]], 1u);
@@ -55,10 +56,14 @@ void histogram_global(const unsigned char* d_in, std::size_t n, unsigned int* d_
 
 __global__ void histogram_shared_kernel(const unsigned char* in, std::size_t n, unsigned int* bins) {
   // TODO(student): (about 15 lines)
-  //   1. declare __shared__ unsigned int s_bins[kNumBins]; zero it (a loop strided by blockDim.x,
-  //      so any block size works), then __syncthreads();
-  //   2. grid-stride loop over the input: atomicAdd(&s_bins[byte], 1u); then __syncthreads();
-  //   3. commit: each thread adds some bins of s_bins into bins (skip the zero ones).
+  //   Each block counts its share of the input into a private kNumBins-bin histogram in shared memory,
+  //   then adds it to bins once. Things to get right:
+  //   - the grid is capped (grid_stride_blocks), so a thread keeps going until every byte has been
+  //     counted exactly once, by some block;
+  //   - __shared__ memory starts as garbage; make it work for any blockDim.x;
+  //   - zeroing, counting and committing are separate phases: no thread may start one while another is
+  //     still in the previous one, and a barrier must be reached by every thread of the block;
+  //   - other blocks commit into the same bins at the same time (skip the bins that stayed zero).
   // BEGIN SOLUTION
   __shared__ unsigned int s_bins[kNumBins];
   for (int b = threadIdx.x; b < kNumBins; b += blockDim.x) s_bins[b] = 0;
@@ -96,8 +101,9 @@ void histogram_shared(const unsigned char* d_in, std::size_t n, unsigned int* d_
 
 __global__ void histogram_text_kernel(const char* text, std::size_t n, unsigned int* bins) {
   // TODO(student): a privatized histogram as in task 2, with kTextBins shared counters (about 15
-  //   lines). Per byte: read it as unsigned char (char is signed: bytes 128-255 would be negative),
-  //   fold 'A'-'Z' onto 'a'-'z', and count only letters, into bin (letter - 'a') / 4.
+  //   lines). Only letters count, either case, in groups of four (a-d, e-h, ..., y-z); every other
+  //   byte is ignored. Pitfalls: char is signed, so bytes 128-255 read as char are negative, and no
+  //   byte may ever reach past the 7 counters (the course notes' bug).
   // BEGIN SOLUTION
   __shared__ unsigned int s_bins[kTextBins];
   if (threadIdx.x < kTextBins) s_bins[threadIdx.x] = 0;
@@ -160,13 +166,14 @@ __device__ __forceinline__ void count_word(unsigned int* warp_bins, unsigned int
 __global__ void histogram_coarsened_kernel(const uint4* in16, std::size_t n16, const unsigned char* tail,
                                            int n_tail, unsigned int* bins) {
   // TODO(student): (about 35 lines)
-  //   1. declare __shared__ unsigned int s_bins[kCoarseWarps][kNumBins] (one histogram per warp),
-  //      zero all of it, __syncthreads();
-  //   2. grid-stride loop over the n16 uint4 in steps of kLoads: load kLoads uint4 into registers
-  //      (guard each index), then count their 16 bytes each into this warp's histogram, merging
-  //      runs of equal bytes in registers (keep the current bin and its run length);
-  //   3. block 0 also counts the n_tail (< 16) bytes at `tail`; flush the last run;
-  //   4. __syncthreads(), then each thread sums some bins over the warps and commits them to bins.
+  //   1. one kNumBins-bin histogram per warp in shared memory (kCoarseWarps of them: more counters than
+  //      the block has threads), all of it zero before anyone counts;
+  //   2. a grid-stride loop over the n16 uint4 that issues kLoads loads before it counts any, with
+  //      consecutive threads reading consecutive uint4; an index past n16 is neither read nor counted;
+  //   3. each byte goes to this warp's histogram, but a run of equal bytes is merged in registers and
+  //      added with one atomic; the run still open when the loop ends counts too;
+  //   4. the n_tail (< 16) bytes at `tail` are counted exactly once in the whole grid;
+  //   5. once every warp is done, sum the warps' histograms and commit them to bins.
   // BEGIN SOLUTION
   __shared__ unsigned int s_bins[kCoarseWarps][kNumBins];  // one private histogram per warp (8 KiB)
   for (int i = threadIdx.x; i < kCoarseWarps * kNumBins; i += kCoarseBlock) s_bins[i / kNumBins][i % kNumBins] = 0;

@@ -36,8 +36,8 @@ void run_serial(const float* h_in, float* h_out, float* d_in, float* d_out, std:
 
 std::vector<cudaStream_t> create_streams(int count) {
   std::vector<cudaStream_t> streams;
-  // TODO(student): create `count` streams with cudaStreamCreateWithFlags and cudaStreamNonBlocking
-  //                (about 2 lines).
+  // TODO(student): create `count` streams with cudaStreamCreateWithFlags, ones that stay independent
+  //                of stream 0, and return all of them: the vector ends up `count` long (about 2 lines).
   // BEGIN SOLUTION
   streams.resize(count);
   for (cudaStream_t& s : streams) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -62,14 +62,15 @@ void destroy_streams(const std::vector<cudaStream_t>& streams) {
 void run_pipelined(const float* h_in, float* h_out, float* d_in, float* d_out, std::size_t n, int iters,
                    int num_chunks, const std::vector<cudaStream_t>& streams, const cudaEvent_t* trace) {
   if (n == 0) return;
-  // TODO(student): for each chunk c (about 16 lines):
-  //   - its range: [chunk_begin(n, num_chunks, c), chunk_begin(n, num_chunks, c + 1));
-  //   - its stream: streams[c % streams.size()];
-  //   - cudaMemcpyAsync the chunk in, launch_work on the chunk, cudaMemcpyAsync it back, all in that stream;
-  //   - (task 6) if trace is not null, cudaEventRecord trace[4c] before the H2D copy, trace[4c + 1]
-  //     after it, trace[4c + 2] after the kernel and trace[4c + 3] after the D2H copy.
-  //   Then wait for every stream (cudaStreamSynchronize; cudaDeviceSynchronize would also wait for
-  //   unrelated work on other streams). Nothing may touch stream 0.
+  // TODO(student): (about 16 lines)
+  //   - split the n elements into num_chunks chunks with chunk_begin (num_chunks need not divide n)
+  //     and deal them out round-robin over the given streams (there may be more chunks than streams);
+  //   - each chunk is copied in, computed (launch_work) and copied back in its own stream, with
+  //     cudaMemcpyAsync, and every pointer offset to where the chunk starts;
+  //   - (task 6) if trace is not null, record chunk c's trace[4c] to trace[4c + 3] in its own stream,
+  //     marking: before its H2D copy, after it, after its kernel, after its D2H copy;
+  //   - enqueue everything first, then return only once every stream is done. Nothing may touch
+  //     stream 0 (a call without a stream, a plain cudaMemcpy, cudaDeviceSynchronize).
   // BEGIN SOLUTION
   const int num_streams = static_cast<int>(streams.size());
   for (int c = 0; c < num_chunks; ++c) {
@@ -98,10 +99,12 @@ void run_three_stage(const float* h_in, float* h_out, float* d_in, float* d_out,
                      int num_chunks, cudaStream_t s_h2d, cudaStream_t s_compute, cudaStream_t s_d2h) {
   if (n == 0) return;
   // TODO(student): (about 22 lines)
-  //   - create two events per chunk (cudaEventCreateWithFlags, cudaEventDisableTiming: they only order);
-  //   - per chunk: H2D copy on s_h2d, record "copied"; s_compute waits for "copied", runs the kernel,
-  //     records "computed"; s_d2h waits for "computed" and copies the chunk back;
-  //   - wait for s_d2h (the last stage), then destroy the events.
+  //   - chunks as in task 3, but one stream per stage: every H2D copy on s_h2d, every kernel on
+  //     s_compute, every D2H copy on s_d2h;
+  //   - chunk c's kernel may not start before chunk c's input is on the device, nor its D2H copy
+  //     before its kernel is done, and the host must not block in between: order the streams with
+  //     events (cudaEventDisableTiming: they only order); a wait sees only records made before it;
+  //   - return only when the last copy is done, and destroy every event you create.
   // BEGIN SOLUTION
   std::vector<cudaEvent_t> copied(num_chunks), computed(num_chunks);
   for (int c = 0; c < num_chunks; ++c) {
@@ -158,9 +161,10 @@ void run_pipelined_with_callback(const float* h_in, float* h_out, float* d_in, f
                                  ChunkDone on_done, void* user) {
   if (n == 0) return;
   std::vector<ChunkDoneArgs> args(num_chunks);  // must outlive the callbacks: we wait below
-  // TODO(student): the pipeline of task 3 (without the trace), plus, right after each chunk's D2H
-  //                copy and in the same stream, cudaLaunchHostFunc(stream, chunk_done_trampoline,
-  //                &args[c]) with args[c] filled in. Then wait for every stream (about 16 lines).
+  // TODO(student): the pipeline of task 3 (without the trace), plus one host callback per chunk
+  //                (cudaLaunchHostFunc, chunk_done_trampoline) that runs only once that chunk is in
+  //                h_out. Each callback needs arguments of its own, untouched until it has run (args
+  //                is there for that). Then wait for every stream (about 16 lines).
   // BEGIN SOLUTION
   const int num_streams = static_cast<int>(streams.size());
   for (int c = 0; c < num_chunks; ++c) {

@@ -27,10 +27,11 @@ static_assert(kBlockItems % kThreads == 0, "block_sums: every thread loads the s
 // ---------------------------------------------------------------------------------------------
 
 __global__ void tile_sums_kernel(const int* in, int* out, std::size_t n) {
-  // TODO(student): get this_thread_block() and its tiled_partition<kTileSize>; load in[i] (0 past
-  //                the end: a lane past n still has to take part in cg::reduce); reduce over the
-  //                tile; its first thread writes out[i / kTileSize] if the tile holds any value
-  //                (about 8 lines).
+  // TODO(student): one value per thread. Sum each tiled_partition<kTileSize> of the block with
+  //                cg::reduce; one thread per tile stores the sum in out, at the tile's number in the
+  //                whole array (not its rank in the block). Pitfalls: every lane must call cg::reduce,
+  //                a lane past n too (with 0, reading nothing); a short last tile's sum must still be
+  //                written, so pick a writer lane that such a tile has (about 8 lines).
   // BEGIN SOLUTION
   const cg::thread_block block = cg::this_thread_block();
   const cg::thread_block_tile<kTileSize> tile = cg::tiled_partition<kTileSize>(block);
@@ -60,9 +61,10 @@ void tile_sums(const int* d_in, int* d_out, std::size_t n) {
 // The sum of v over the block (kThreads threads), valid in thread 0. Every thread must call it.
 // It uses shared memory: a caller that calls it twice needs a block.sync() in between.
 __device__ float block_reduce_sum(const cg::thread_block& block, float v) {
-  // TODO(student): a tiled_partition<kTileSize> of block; cg::reduce with cg::plus<float>; the first
-  //                thread of each tile stores the tile's sum in a __shared__ float[kTilesPerBlock] at
-  //                tile.meta_group_rank(); block.sync(); tile 0 reduces those sums (about 10 lines).
+  // TODO(student): two levels: each tile of kTileSize threads reduces its values, the tile sums meet in
+  //                a __shared__ float[kTilesPerBlock] (one slot per tile: which rank tells tiles apart?),
+  //                then one tile reduces them. Pitfalls: every thread of the block must reach a barrier
+  //                between the stores and the reads; only kTilesPerBlock slots exist (about 10 lines).
   // BEGIN SOLUTION
   __shared__ float s_tile_sums[kTilesPerBlock];
   const cg::thread_block_tile<kTileSize> tile = cg::tiled_partition<kTileSize>(block);
@@ -79,9 +81,10 @@ __device__ float block_reduce_sum(const cg::thread_block& block, float v) {
 }
 
 __global__ void block_sums_kernel(const float* in, float* out, std::size_t n) {
-  // TODO(student): block b covers in[b * kBlockItems ..): each thread adds kBlockItems / kThreads of
-  //                them (kThreads apart, so loads stay coalesced; skip values past n), then
-  //                block_reduce_sum; thread 0 writes out[blockIdx.x] (about 8 lines).
+  // TODO(student): block b sums its own chunk of kBlockItems consecutive values into out[b]: each thread
+  //                adds its share (neighbouring threads on neighbouring values keep loads coalesced), then
+  //                block_reduce_sum combines them, valid in thread 0 only. Pitfalls: add nothing outside
+  //                your chunk, and nothing at or past n (the last chunk may be partial) (about 8 lines).
   // BEGIN SOLUTION
   const cg::thread_block block = cg::this_thread_block();
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * kBlockItems;
@@ -226,9 +229,11 @@ static std::size_t coop_blocks(int resident, std::size_t n) {
 
 __global__ void __launch_bounds__(kThreads)
     coop_reduce_kernel(const float* __restrict__ in, float* out, std::size_t n, float* partials) {
-  // TODO(student): block partial = block_reduce_sum(grid_stride_sum(...)); thread 0 stores it in
-  //                partials[blockIdx.x]; this_grid().sync(); block 0 sums partials[0 .. gridDim.x)
-  //                with block_reduce_sum and thread 0 writes *out (about 12 lines).
+  // TODO(student): each block reduces its grid-stride share (grid_stride_sum, block_reduce_sum) to one
+  //                partial in partials; the whole grid meets at a barrier (cg::this_grid()); then block 0
+  //                adds all gridDim.x partials and writes *out. Pitfalls: every thread of every block must
+  //                reach the grid barrier (no return before it); there can be more partials than a block
+  //                has threads (about 12 lines).
   // BEGIN SOLUTION
   const cg::grid_group grid = cg::this_grid();
   const cg::thread_block block = cg::this_thread_block();
@@ -266,9 +271,11 @@ void coop_reduce(const float* d_in, float* d_out, std::size_t n, float* d_partia
 
 __global__ void __launch_bounds__(kThreads)
     subtract_mean_kernel(const float* __restrict__ in, float* out, std::size_t n, float* partials) {
-  // TODO(student): phase 1 as in coop_reduce_kernel; grid.sync(); every block sums all the partials
-  //                and thread 0 shares mean = total / n through a __shared__ float (then block.sync());
-  //                phase 2: a grid-stride loop writes out[i] = in[i] - mean (about 18 lines).
+  // TODO(student): phase 1 as in coop_reduce_kernel. After the grid barrier every block works out the
+  //                mean of all n values itself, adding the partials in the same order as every other
+  //                block, and subtracts it from its share of the array. Pitfalls: block_reduce_sum's
+  //                result is in thread 0 only, so share it through shared memory, read after a barrier;
+  //                the grid has far fewer threads than there are values (about 18 lines).
   // BEGIN SOLUTION
   const cg::grid_group grid = cg::this_grid();
   const cg::thread_block block = cg::this_thread_block();
