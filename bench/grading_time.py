@@ -101,6 +101,10 @@ def table(results: dict[str, Any], wall_s: float | None) -> str:
     if wall_s is not None:
         lines.append(f"whole run: {wall_s:.1f} s wall, of which {max(0.0, wall_s - total):.1f} s outside the labs' "
                      "stages (configure, health probe, reports)")
+    peaks = [(lab["name"], max(lab["host_memory_mib"].values())) for lab in labs if lab.get("host_memory_mib")]
+    if peaks:  # what each lab's host memory limit is set from (lab.toml's [lab] max_host_memory_mib)
+        lines.append("peak host memory of a test binary's runs, MiB: "
+                     + ", ".join(f"{name[:2]} {mib:,.0f}" for name, mib in peaks))
     return "\n".join(lines)
 
 

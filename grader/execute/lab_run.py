@@ -101,6 +101,7 @@ class LabRun:
     graded: Graded | None = None
     hidden_from: int | None = None  # where the hidden binary's lab messages start
     seconds: dict[str, float] = field(default_factory=dict)  # wall time: "run <target>", "reference <target>"
+    host_memory_mib: dict[str, float] = field(default_factory=dict)  # peak host memory: "run <target>"
 
 
 def correctness_failed(tests: list[TestResult]) -> bool:
@@ -160,6 +161,8 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
         started = time.monotonic()
         run = _run(lab, binary, expected, runner, request)
         out.seconds[f"run {binary.target}"] = round(time.monotonic() - started, 3)
+        if run.peak_rss_mib is not None:
+            out.host_memory_mib[f"run {binary.target}"] = run.peak_rss_mib
         out.messages += run.notes
         out.gpu_properties.append(run.properties)
         if out.graded is not None and binary.kind == "student":

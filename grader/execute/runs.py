@@ -220,6 +220,12 @@ class BinaryRun:
     output: str = ""  # the main run's output (bounded)
     confinement: dict | None = None  # the supervisor's status line of the main run
 
+    @property
+    def peak_rss_mib(self) -> float | None:
+        """The most host memory the main run's processes held (the supervisor's count; None unconfined)."""
+        peak = (self.confinement or {}).get("peak_rss_mib")
+        return float(peak) if isinstance(peak, (int, float)) else None
+
 
 def merged(passes: list[BinaryRun]) -> BinaryRun:
     """One binary's runs under several filters (its correctness tests, then its perf tests) as one run."""
@@ -231,7 +237,8 @@ def merged(passes: list[BinaryRun]) -> BinaryRun:
         reran=[n for p in passes for n in p.reran],
         notes=[n for p in passes for n in p.notes],
         output="\n".join(p.output for p in passes if p.output),
-        confinement=next((p.confinement for p in passes if p.confinement), None),
+        confinement=max((p.confinement for p in passes if p.confinement),
+                        key=lambda c: c.get("peak_rss_mib") or 0, default=None),  # the run that held the most
     )
 
 

@@ -99,6 +99,7 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
         return scoring.score(lab, result, techniques=None, gpu=grade.info.gpu, label=label, progress=progress)
     ran = run_lab(lab, prepared.binaries, grade.runner, options.request(lab), result.tests)
     result.seconds.update(ran.seconds)
+    result.host_memory_mib.update(ran.host_memory_mib)
     _take_gpu_facts(grade, ran.gpu_properties)
     base = len(result.messages)
     result.messages += [m for m in ran.messages if m not in result.messages]

@@ -216,6 +216,8 @@ class LabResult:
     # Wall seconds per stage, for bench/grading_time.py: "prepare", "run <target>", "reference <target>",
     # "sanitizer.<tool>", "score". Timings, like a test's duration_s: never part of a grade.
     seconds: dict[str, float] = field(default_factory=dict)
+    # The most host memory each binary's runs held, MiB ("run <target>"): what a lab's limit is set from.
+    host_memory_mib: dict[str, float] = field(default_factory=dict)
     profile: LabProfile | None = None  # grade --profile: Nsight Compute's view of the timed kernels
     answers: LabAnswers | None = None  # answers.md: the chapter's questions, numbers checked (no points)
 

@@ -40,7 +40,8 @@ def test_the_table_groups_binaries_and_tools() -> None:
                                                      "run lab10_hidden_student": 1.0, "reference lab10_solution": 4.0,
                                                      "sanitizer.memcheck": 5.0, "sanitizer.racecheck": 6.0,
                                                      "score": 0.5}},
-        {"name": "01-hello", "seconds": {"prepare": 1.0, "run lab01_student": 0.5}},
+        {"name": "01-hello", "seconds": {"prepare": 1.0, "run lab01_student": 0.5},
+         "host_memory_mib": {"run lab01_student": 310.4, "run lab01_hidden_student": 1290.0}},
     ]}
     text = grading_time.table(results, wall_s=30.0)
     head, _, row10, row01, total = text.splitlines()[:5]
@@ -50,6 +51,7 @@ def test_the_table_groups_binaries_and_tools() -> None:
     assert row01.split() == ["01-hello", "1.0", "0.5", "1.5"]
     assert total.split()[-1] == "23.0" and "NVIDIA H200" in text
     assert "7.0 s outside the labs' stages" in text
+    assert text.splitlines()[-1] == "peak host memory of a test binary's runs, MiB: 01 1,290"
 
 
 def test_the_student_submission_holds_each_reference_file_in_its_lab(tmp_path: Path) -> None:

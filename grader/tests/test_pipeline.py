@@ -299,3 +299,13 @@ def test_huge_inputs_run_after_the_other_correctness_tests(lab_root: Path, build
     gated = run(lab_root, builder, perf=False, stop_at_first_failure=True).labs[0]
     assert log.read_text().splitlines() == ["-*Perf.*:*HugeCorrectness.*", "*HugeCorrectness.*"]
     assert [t.name for t in gated.tests if t.status is Status.FAILED] == ["AddHugeCorrectness.FourBillion"]
+
+
+def test_each_binarys_peak_host_memory_is_recorded(lab_root: Path, builder: FakeBuilder) -> None:
+    """What a lab's host memory limit is set from (issue 29): the most host memory each binary's confined runs
+    held, per binary, in results.json beside the seconds."""
+    lab = run(lab_root, builder).labs[0]
+    if not lab.host_memory_mib:
+        pytest.skip("runs are not confined here, so nothing counts their memory")
+    assert set(lab.host_memory_mib) == {"run lab01_student"}
+    assert 1 < lab.host_memory_mib["run lab01_student"] < 4096  # a Python stand-in: tens of MiB
