@@ -27,7 +27,9 @@ from grader.model.block import Block
 from grader.model.progress import Progress
 from grader.model.results import Category
 
-_CONFINEMENT_VERDICTS: dict[str, runs.ConfineSettings] = {}  # per probe binary: what works here, once per process
+# Per probe binary, once per process: which layers the GPU works under here, (Landlock, namespaces). Only the
+# layers are kept: each grade's own settings (its memory limit, its executables, its run folder) stay its own.
+_CONFINEMENT_VERDICTS: dict[str, tuple[bool, bool]] = {}
 
 
 @dataclass(frozen=True)
@@ -140,9 +142,9 @@ def _self_check(confine: runs.ConfineSettings, health: HealthMonitor, notes: lis
         probe = None
     if probe is None:
         return confine
-    verdict = _CONFINEMENT_VERDICTS.get(str(probe))
-    if verdict is None:
-        verdict = confine
+    layers = _CONFINEMENT_VERDICTS.get(str(probe))
+    if layers is None:
+        layers = (True, True)
         for candidate in (confine, replace(confine, landlock=False), replace(confine, landlock=False, namespaces=False)):
             work = Path(tempfile.mkdtemp(prefix="cudalab-probe-"))
             try:
@@ -150,9 +152,10 @@ def _self_check(confine: runs.ConfineSettings, health: HealthMonitor, notes: lis
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             if res.returncode == 0:
-                verdict = candidate
+                layers = (candidate.landlock or not confine.landlock, candidate.namespaces or not confine.namespaces)
                 break
-        _CONFINEMENT_VERDICTS[str(probe)] = verdict
+        _CONFINEMENT_VERDICTS[str(probe)] = layers
+    verdict = replace(confine, landlock=confine.landlock and layers[0], namespaces=confine.namespaces and layers[1])
     if verdict != confine:
         left = [what for what, on in (("Landlock", verdict.landlock), ("namespaces", verdict.namespaces)) if not on]
         notes.append(f"confinement: the GPU did not work under {' and '.join(left)} on this machine; "
