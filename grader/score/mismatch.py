@@ -137,7 +137,8 @@ def _last(bad: int) -> str:
 def _positions(m: Mismatch, geometry: Mapping[str, int]) -> list[Pattern]:
     out: list[Pattern] = []
     if m.total and m.bad >= m.total:
-        return [Pattern("all-wrong", f"every one of the {m.total:,} elements is wrong")]
+        return [Pattern("all-wrong", "the only element is wrong" if m.total == 1
+                        else f"every one of the {m.total:,} elements is wrong")]
     at_end = m.last == m.total - 1 and m.contiguous
     if at_end and m.first > 0:
         partial = [(name, size) for name, size in _sizes(geometry)

@@ -79,6 +79,8 @@ def test_a_run_from_a_tile_boundary_that_stops_before_the_end() -> None:
 
 def test_every_element_wrong() -> None:
     assert ids(message(64, 64, 0, 63, [(0, "1", "nan"), (1, "2", "-nan")]), BLOCKS) == ["all-wrong", "nan"]
+    # One element: "the only element", not "every one of the 1 elements" (read in lab 11's skeleton report).
+    assert diagnosis(message(1, 1, 0, 0, [(0, "7", "9")]), BLOCKS)[1][0].text == "the only element is wrong"
 
 
 @pytest.mark.parametrize(("samples", "pattern"), [
