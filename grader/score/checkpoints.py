@@ -1,7 +1,8 @@
 """Checkpoints: the steps of a big all-or-nothing task, shown as progress (issue 29: lab 07's any-n task is
 25 points for int4 warp tiles, recursion, scratch carving and n past 2^32, and a student who fails it
 needs to know which step is wrong). The lab's author declares them in lab.toml (a task's `checkpoints`:
-a title, test globs, and optionally max_n, the largest size that belongs to the step); an all-or-nothing
+a title, test globs, and optionally max_n, the largest size that belongs to the step; each step counts
+the tests it adds to the steps before it); an all-or-nothing
 task of more than AUTO_ABOVE points without them gets one per test family, in test order. They never
 change points: the chapter says why a task is all or nothing.
 """
@@ -42,7 +43,9 @@ def score_checkpoints(lab: Lab, result: LabResult) -> None:
         mine = [t for t in result.tests if t.task == spec.id and t.kind != "perf"
                 and t.status in (Status.PASSED, Status.FAILED, Status.NOT_RUN)]
         score.checkpoints = []
+        counted: set[str] = set()  # each step counts the tests it adds to the steps before it
         for step in steps(spec, mine):
-            covered = [t for t in mine if step.covers(t.name, mismatch.size_of(t.name))]
+            covered = [t for t in mine if t.name not in counted and step.covers(t.name, mismatch.size_of(t.name))]
+            counted.update(t.name for t in covered)
             score.checkpoints.append(CheckpointScore(step.title, sum(t.status is Status.PASSED for t in covered),
                                                      len(covered)))
