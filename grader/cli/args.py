@@ -10,7 +10,7 @@ from typing import NoReturn
 from grader import __version__
 from grader.course.batch import merge as batch_merge
 from grader.authoring.release_reference import DEFAULT_ARCHS as DEFAULT_REFERENCE_ARCHS
-from grader.cli import commands
+from grader.cli import commands, mutants
 from grader.course import similarity
 from grader.course.slurm import jobs as slurm_commands
 from grader.model.errors import Exit, GraderError
@@ -318,7 +318,7 @@ def dispatch(args: argparse.Namespace) -> Exit:
     if args.verb == "check":
         return commands.cmd_check(root, args.labs, preset=args.preset, list_tests=args.list_tests)
     if args.verb == "mutants":
-        return commands.cmd_mutants(root, args.labs, check=args.check, out=args.out, jobs=args.jobs,
+        return mutants.cmd_mutants(root, args.labs, check=args.check, out=args.out, jobs=args.jobs,
                                     preset=args.preset, timeout_s=args.timeout_s, quiet=args.quiet,
                                     gpu_runs=args.gpu_runs, gpus=args.gpus, diagnose=args.diagnose)
     if args.verb == "batch":

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.cli import commands
+from grader.cli import mutants
 from grader.authoring import mutation
 from grader.model.errors import Exit, GraderError
 from grader.model.labs import discover
@@ -165,14 +165,14 @@ def test_a_lab_at_the_goal_is_ok_and_the_verb_says_so(tmp_path):
     batch, calls = _fake_batch({mutation.REFERENCE_ID: _results(name, full), "bug-caught": _results(name, {"one-per-thread": 0.0}),
                                 "correct-alt": _results(name, full)})
     out = io.StringIO()
-    code = commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=out, batch=batch)
+    code = mutants.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=out, batch=batch)
     assert code == Exit.OK, out.getvalue()
     # correctness only, runs side by side, and a failing mutant stops at its first failure, unsanitized
     options = calls[0][3]
     assert options["perf"] is False and options["gpu_runs"] == 3 and options["force"] is True
     assert options["stop_at_first_failure"] is True and options["sanitize_failing"] is False
     # --diagnose: every mutant graded as a student's grade runs, so its report's first entry is the student's.
-    commands.cmd_mutants(tmp_path, [], out=tmp_path / "o2", stdout=io.StringIO(), batch=batch, diagnose=True)
+    mutants.cmd_mutants(tmp_path, [], out=tmp_path / "o2", stdout=io.StringIO(), batch=batch, diagnose=True)
     options = calls[-1][3]
     assert options["stop_at_first_failure"] is False and options["sanitize_failing"] is True
     assert options["jobs"] == min(os.cpu_count() or 1, 5) and "gpus" not in options  # 3 runs + 2 slots ahead
@@ -192,7 +192,7 @@ def test_the_gate_spreads_over_the_gpus_it_is_given(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 32)
     batch, calls = _fake_batch({mutation.REFERENCE_ID: _results(lab.name, {"one-per-thread": 10.0}),
                                 "bug-caught": _results(lab.name, {"one-per-thread": 0.0})})
-    commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=io.StringIO(), batch=batch, gpus="all", gpu_runs=3)
+    mutants.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=io.StringIO(), batch=batch, gpus="all", gpu_runs=3)
     options = calls[0][3]
     assert options["gpus"] == devices and options["gpu_runs"] == 3 and options["jobs"] == 8  # 2 GPUs x 3 runs + 2
 
@@ -227,7 +227,7 @@ def test_the_verb_refuses_a_broken_patch_before_grading(tmp_path):
     _write(lab, "broken", "# kind: bug\n# task: one-per-thread\n# what: x\n# cause: guard\n", GUARD.replace("const int i", "long i"))
     batch, calls = _fake_batch({})
     with pytest.raises(GraderError, match="no longer matches") as err:
-        commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=io.StringIO(), batch=batch)
+        mutants.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=io.StringIO(), batch=batch)
     assert err.value.code == Exit.USAGE and not calls
 
 
@@ -235,7 +235,7 @@ def test_check_mode_exit_codes(tmp_path):
     lab = _lab(tmp_path)
     _write(lab, "guard-off-by-one", "# kind: bug\n# task: one-per-thread\n# what: the guard is i <= n\n# cause: guard\n")
     out = io.StringIO()
-    assert commands.cmd_mutants(tmp_path, [], check=True, stdout=out) == Exit.TEST_FAILURES
+    assert mutants.cmd_mutants(tmp_path, [], check=True, stdout=out) == Exit.TEST_FAILURES
     assert "a lab needs at least 12" in out.getvalue()
 
 
@@ -286,7 +286,7 @@ def test_with_several_gpus_the_gate_grades_labs_side_by_side(tmp_path, monkeypat
         return Exit.OK
 
     out = io.StringIO()
-    commands.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=out, batch=batch, gpus="0,1", gpu_runs=3)
+    mutants.cmd_mutants(tmp_path, [], out=tmp_path / "o", stdout=out, batch=batch, gpus="0,1", gpu_runs=3)
     lanes = {lab: (o["gpus"], o["jobs"], o["work_dir"]) for lab, o in calls}
     assert sorted(lanes) == ["03-vector-add", "06-reduce"]
     assert {len(g) for g, _, _ in lanes.values()} == {1} and {g[0].index for g, _, _ in lanes.values()} == {0, 1}
