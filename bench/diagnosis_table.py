@@ -5,6 +5,7 @@ is explained. Issue 25's per-lab diagnosis table; ci/gpu-check prints it after t
 
     bench/diagnosis_table.py build/gpu-check-work/mutants            the table
     bench/diagnosis_table.py OUT --json table.json                    also as JSON
+    bench/diagnosis_table.py OUT --rehint                             with the hints the tree has now
 
 Per mutant, its first failure entry (grader/report/failures.py's order: sanitizer findings, then the
 failures that say where the output is wrong, then the rest) is counted once, in the first of:
@@ -70,8 +71,17 @@ def kind_of(hint: str, message: str, category: Category | None, lab_texts: set[s
     return "default"
 
 
-def table(out: Path, root: Path = ROOT) -> dict[str, LabRow]:
-    """{lab: LabRow} over the caught bug mutants under out (the mutation gate's --out)."""
+def rehint(result, lab) -> None:
+    """Give result's failures the hints the tree's hints.toml files give them now (not those recorded when
+    it was graded): a hint's author measures a change against results recorded on a GPU, without one."""
+    for t in result.tests:
+        t.hint = ""
+    hints.annotate(result, hints.hints_for_lab(lab.path), geometry=lab.geometry)
+
+
+def table(out: Path, root: Path = ROOT, fresh_hints: bool = False) -> dict[str, LabRow]:
+    """{lab: LabRow} over the caught bug mutants under out (the mutation gate's --out); fresh_hints: as
+    the tree's hints would explain them now (rehint)."""
     from grader.authoring.mutation import MutantError, load_mutants
     from grader.model.labs import discover
 
@@ -97,6 +107,8 @@ def table(out: Path, root: Path = ROOT) -> dict[str, LabRow]:
                 result = next(iter(Results.load(path).labs), None)
             except ResultsError:
                 continue
+            if result is not None and fresh_hints:
+                rehint(result, lab)
             groups = group_failures(result) if result is not None else []
             if not groups:
                 continue  # missed: the gate's own table names it
@@ -158,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path, help="the mutation gate's --out folder")
     ap.add_argument("--json", type=Path, help="also write the table as JSON")
+    ap.add_argument("--rehint", action="store_true",
+                    help="explain each failure with the hints the tree has now, not those recorded at grading")
     args = ap.parse_args(argv)
-    rows = table(args.out)
+    rows = table(args.out, fresh_hints=args.rehint)
     print(render(rows))
     if args.json:
         args.json.write_text(json.dumps({lab: {**asdict(row), "share": row.share} for lab, row in rows.items()},

@@ -90,9 +90,14 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
             rows = ncu.parse_raw(text)
             if role != "library" and rows and not _own(rows):
                 text, printed = _one(path, binary, test.name, pattern, runner, timeout, RETRY_LAUNCHES)
-                rows = _own(ncu.parse_raw(text))
-                if not rows:
-                    out.message += f"{test.name} ({role}): only library kernels matched the task's kernel names. "
+                seen = ncu.parse_raw(text)
+                rows = _own(seen)
+                if not rows:  # say what came back, so that the next run can be told apart from this one
+                    names = sorted({advice.short_name(r.get("Kernel Name", "")) for r in seen})
+                    why = (f"the first {RETRY_LAUNCHES} launches that matched were library kernels "
+                           f"({', '.join(names)})" if seen else
+                           ncu.problem(text + "\n" + printed) or "no profile came back when more launches were asked for")
+                    out.message += f"{test.name} ({role}): {why}. "
                     continue
             elif role != "library":
                 rows = _own(rows) or rows

@@ -1,8 +1,9 @@
 """A lab's failures grouped by failure mode, for the console and the HTML report: one entry per mode
 (the same test at other sizes failing the same way is one mode), sanitizer findings first since they
 name a kernel and a source line, then the modes whose message says where the output is wrong, then the
-rest; each mode shown by its smallest failing input, with "also fails at" collapsed. Each entry's line says what is wrong ("first wrong at [4096]: expected 16221, got 16719"),
-not the gtest expression that found it.
+rest, each by task and the smallest input first; each mode shown by its smallest failing input, with
+"also fails at" collapsed. Each entry's line says what is wrong ("first wrong at [4096]: expected 16221,
+got 16719"), not the gtest expression that found it.
 """
 
 from __future__ import annotations
@@ -93,10 +94,17 @@ def group_failures(lab: LabResult) -> list[FailureGroup]:
         tests.sort(key=lambda t: (_size(t), t.name))
         out.append(FailureGroup(tests[0], [_also(t) for t in tests[1:]]))
     order = {id(t): i for i, t in enumerate(failing)}
+    task_rank: dict[str | None, int] = {}
+    for t in failing:
+        task_rank.setdefault(t.task, len(task_rank))
     # Sanitizer findings first (they name a line), then the failures that say where the output is wrong
-    # (a mismatch read), then the rest (an expression, a huge input's single check), each in test order.
+    # (a mismatch read), then the rest (an expression, a huge input's single check); within each, tasks in
+    # test order and a task's smallest failing input first (a plain TEST on 262,155 elements, declared
+    # before the TEST_Ps, comes after the same task's n = 1).
     out.sort(key=lambda g: (g.test.category is not Category.SANITIZER, mismatch.read(g.test.message) is None,
-                            order[id(g.test)]))
+                            task_rank[g.test.task] if g.test.task else order[id(g.test)] + len(failing),
+                            _size(g.test) if g.test.category not in (Category.TECHNIQUE_MISSING, Category.SANITIZER)
+                            else 0, order[id(g.test)]))
     merged: list[FailureGroup] = []
     first_of: dict[tuple[str | None, str, str], FailureGroup] = {}
     for g in out:

@@ -102,7 +102,8 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
     """Facts about a failure that a regular expression alone cannot state: the mismatch patterns of
     grader/score/mismatch.py ("pattern:only-first-tiles-right"), and the coarse kind of mismatch
     ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some", with
-    "mismatch:most" too when at least 90 % are wrong)."""
+    "mismatch:most" too when at least 90 % are wrong; "mismatch:one-written" beside "mismatch:all" when the
+    output's only element was written with a wrong value)."""
     found: set[str] = set()
     m, patterns = mismatch.diagnosis(message, geometry)
     if m is None:
@@ -111,6 +112,8 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
     found |= {f"pattern:{i}" for i in ids}
     if "all-wrong" in ids:
         found.add("mismatch:all")
+        if m.total == 1 and m.samples and not ids & {"never-written", "nan"}:
+            found.add("mismatch:one-written")  # written, and wrong: nothing was left out, the value is
     elif ids & {"tail", "last-partial-block"}:
         found.add("mismatch:tail")
     else:

@@ -73,6 +73,14 @@ def test_each_caught_bug_is_counted_by_its_first_failure(tmp_path: Path) -> None
     assert "01-add" in text and "4 of 5 caught bugs (80 %) are explained by more than the category's default" in text
     assert "3/5  60 %" in text and "not met in 01-add" in text
     assert Results.load(out / "01-add" / "graded" / "bug-tail" / "results.json").labs[0].tests[0].hint
+    # --rehint: the recorded failures explained by the hints the tree has now (a hint for the default's case).
+    own = tree / "labs" / "01-add" / "hints.toml"
+    own.write_text(own.read_text() + '\n[[hint]]\ncategory = "wrong_answer"\ntest = "AddCorrectness.Small/2"\n'
+                   'text = "Each sum misses its carry."\ncauses = ["carry"]\n')
+    hints.load_hints.cache_clear()
+    assert diagnosis_table.table(out, tree)["01-add"].right == 3  # the hints recorded at grading
+    fresh = diagnosis_table.table(out, tree, fresh_hints=True)["01-add"]
+    assert (fresh.right, fresh.labelled) == (4, 5) and [m.split(":")[0] for m in fresh.misses] == ["crash"]
 
 
 def test_a_gate_that_stopped_each_bug_at_its_first_failure_is_named(tmp_path: Path) -> None:

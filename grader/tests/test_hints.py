@@ -53,6 +53,12 @@ def test_signatures() -> None:
     assert hints.signatures("2 of 257 elements differ (seed 1, exact); mismatches span indices 250..256") == {
         "mismatch:some"}
     assert hints.signatures("nothing to see") == set()
+    # One element that holds a wrong value was written: "is the kernel launched?" would mislead.
+    one = "1 of 1 elements differ (seed 7009, exact); mismatches span indices 0..0\n  [0] expected 0, actual {}\n"
+    assert "mismatch:one-written" in hints.signatures(one.format(7))
+    assert "mismatch:one-written" not in hints.signatures(one.format("2779096485"))
+    assert hints.hint_for(Category.WRONG_ANSWER, one.format(7)).startswith("The only element was written")
+    assert hints.hint_for(Category.WRONG_ANSWER, one.format("2779096485")).startswith("Every element is wrong")
 
 
 TILE_BUG = ("Value of: cudalab::DeviceAllEqual(reference_scan(in), out, seed)\n  Actual: false (16773120 of 16777216 "

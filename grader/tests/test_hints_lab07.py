@@ -66,14 +66,15 @@ def _hillis_steele(x: list[int], strict_guard: bool = False, stale_buffer: bool 
     return _tiles(x, scan)
 
 
-def _blelloch(x: list[int], root_unpadded: bool = False) -> list[int]:
+def _blelloch(x: list[int], root_unpadded: bool = False, downsweep_no_temp: bool = False,
+              unpadded_loads: bool = False) -> list[int]:
     def cf(i: int) -> int:
         return i + (i >> 5)
 
     def scan(t: list[int]) -> list[int]:
-        tree = [0] * (cf(TILE - 1) + 1)
+        tree = [3] * (cf(TILE - 1) + 1)  # what shared memory held before
         for i, v in enumerate(t):
-            tree[cf(i)] = v
+            tree[i if unpadded_loads else cf(i)] = v  # blelloch-unpadded-loads
         s = 1
         while s < TILE:
             for k in range(TILE // (2 * s)):
@@ -84,7 +85,11 @@ def _blelloch(x: list[int], root_unpadded: bool = False) -> list[int]:
         while s >= 1:
             for k in range(TILE // (2 * s)):
                 left, right = cf(s * (2 * k + 1) - 1), cf(s * (2 * k + 2) - 1)
-                tree[left], tree[right] = tree[right], tree[right] + tree[left]
+                if downsweep_no_temp:  # blelloch-downsweep-no-temp: the left sum is overwritten first
+                    tree[left] = tree[right]
+                    tree[right] += tree[left]
+                else:
+                    tree[left], tree[right] = tree[right], tree[right] + tree[left]
             s //= 2
         return [tree[cf(i)] for i in range(TILE)]
     return _tiles(x, scan)
@@ -162,6 +167,30 @@ def test_07_blelloch_that_clears_the_root_at_its_unpadded_index() -> None:
         hint = graded[f"BlockScanCorrectness.Blelloch/{n}"].hint
         assert "the down-sweep started from a root that still held it" in hint
         assert "conflict_free(kBlockScanTile - 1)" in hint and "Blelloch's scan is exclusive" not in hint
+
+
+def test_07_blelloch_first_failures_name_their_cause() -> None:
+    """What a GPU run of the gate with --diagnose showed first for three Blelloch bugs (issue 25), which the
+    generic advice explained as "is the kernel launched?" or not at all."""
+    root = _block_scans("Blelloch", False, lambda x: _blelloch(x, root_unpadded=True), sizes=(1,))
+    hint = root["BlockScanCorrectness.Blelloch/1"].hint
+    assert "out[0] is always 0" in hint and "conflict_free(kBlockScanTile - 1)" in hint
+    assert "is the kernel launched" not in hint
+    no_temp = _block_scans("Blelloch", False, lambda x: _blelloch(x, downsweep_no_temp=True), sizes=(1, 31, 1024))
+    assert no_temp["BlockScanCorrectness.Blelloch/1"].status is Status.PASSED
+    hint = no_temp["BlockScanCorrectness.Blelloch/31"].hint
+    assert "the wrong elements are 0" in hint and "read the left child's old value" in hint
+    loads = _block_scans("Blelloch", False, lambda x: _blelloch(x, unpadded_loads=True), sizes=(31, 1023))
+    assert loads["BlockScanCorrectness.Blelloch/31"].status is Status.PASSED  # below 32 both indices agree
+    hint = loads["BlockScanCorrectness.Blelloch/1023"].hint
+    assert "must all use conflict_free()" in hint
+
+
+def test_07_warp_offsets_inclusive_at_one_element() -> None:
+    """warp-inclusive-warp-offsets at n = 1: warp 0 adds its own total, so its one element doubles."""
+    graded = _block_scans("WarpShuffle", True, lambda x: _warp_shuffle(x, inclusive_offsets=True), sizes=(1,))
+    hint = graded["BlockScanCorrectness.WarpShuffle/1"].hint
+    assert "warp 0 added its own total" in hint and "is the kernel launched" not in hint
 
 
 def test_07_blelloch_race() -> None:
@@ -307,6 +336,30 @@ def test_07_reused_scratch_comes_before_the_look_back_pattern() -> None:
         value_of(SCAN_AT, SCAN_EXPR, stale, "exclusive scan of n = 262155"),
         "/home/s/labs/07-scan/test_scan.cu:238\nFailed\ncall 1 of 5 with the same scratch went wrong"])
     assert "the look-back must add every earlier tile" in first.hint
+
+
+def test_07_reused_scratch_only_when_fresh_scratch_passes() -> None:
+    """dlb-farthest-prefix and dlb-publish-exclusive-prefix race in the look-back: call 1 of FiveCallsOneScratch
+    may pass by chance, yet the tests with fresh scratch fail too, so the scratch is not what is wrong."""
+    stale = _wrong(262155, 8192, [(8192, "32821", "65590"), (8193, "32824", "65593")])
+    reuse = [value_of(SCAN_AT, SCAN_EXPR, stale, "inclusive scan of n = 262155"),
+             "/home/s/labs/07-scan/test_scan.cu:238\nFailed\ncall 2 of 5 with the same scratch went wrong"]
+    fresh = _wrong(1048583, 12288, [(12288, "49150", "49170"), (12289, "49153", "49173")])
+    graded = grade("07-scan", [("ScanDecoupledReuseCorrectness.FiveCallsOneScratch", reuse),
+                                ("ScanDecoupledCorrectness.Exclusive/1048583", [value_of(SCAN_AT, SCAN_EXPR, fresh)])])
+    hint = graded["ScanDecoupledReuseCorrectness.FiveCallsOneScratch"].hint
+    assert "still held the previous call's values" not in hint and "the look-back must add" in hint
+
+
+def test_07_any_n_offsets_that_include_the_tiles_own_total() -> None:
+    """anyn-inclusive-tile-offsets on an H200: n up to one tile passes, n = 4097 has its last element wrong."""
+    tile = _wrong(4097, 4096, [(4096, "16312", "16313")])
+    two = _wrong(8192, 4096, [(4096, "16312", "16313"), (4097, "16318", "16319")])
+    graded = grade("07-scan", [("ScanCorrectness.Inclusive/1", []), ("ScanCorrectness.Inclusive/4096", []),
+                                ("ScanCorrectness.Inclusive/4097", [value_of(SCAN_AT, SCAN_EXPR, tile)]),
+                                ("ScanCorrectness.Inclusive/8192", [value_of(SCAN_AT, SCAN_EXPR, two)])])
+    hint = graded["ScanCorrectness.Inclusive/4097"].hint
+    assert "scan the tile totals exclusively" in hint and "adds each tile's own total a second time" in hint
 
 
 def test_07_decoupled_scratch_and_64_bit_hints() -> None:

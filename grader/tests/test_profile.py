@@ -116,7 +116,7 @@ def _lab(root: Path):
     return discover(root)[0]
 
 
-def _fake_ncu(tmp_path: Path, deny: bool = False) -> str:
+def _fake_ncu(tmp_path: Path, deny: bool = False, max_rows: int = 99) -> str:
     """A stand-in for ncu: writes a recorded raw page (the reference's for a *solution* binary) into its
     --log-file, then runs the program after its options, as ncu does."""
     script = tmp_path / "ncu"
@@ -130,7 +130,7 @@ if {deny!r}:
     sys.exit(1)
 program = next(i for i, a in enumerate(args) if os.path.isabs(a) and os.access(a, os.X_OK))
 src = {str(ref)!r} if "solution" in args[program] else {str(yours)!r}
-count = int(args[args.index("--launch-count") + 1])
+count = min({max_rows}, int(args[args.index("--launch-count") + 1]))
 lines = open(src).read().splitlines()
 header = next(i for i, ln in enumerate(lines) if ln.startswith('"ID",'))
 open(log, "w").write("\\n".join(lines[:header + 2 + count]) + "\\n")  # the first `count` launches, as ncu
@@ -161,6 +161,19 @@ def test_the_stage_runs_ncu_on_yours_and_the_reference(tmp_path: Path) -> None:
     denying = _fake_ncu(tmp_path / "denied", deny=True)
     denied = profile_lab(lab, tests, student, reference, runner, gpu_available=True, find=lambda: denying)
     assert denied.status == "unavailable" and denied.message == ncu.PERMISSION_HELP
+
+
+def test_a_retry_that_finds_only_library_kernels_names_them(tmp_path: Path) -> None:
+    """When more launches still bring only cuBLAS's kernel (or nothing), the message says which, not a guess."""
+    lab = _lab(tmp_path / "tree")
+    student = make_binary(tmp_path / "bin" / "lab01_student", spec(add_tests()))
+    reference = make_binary(tmp_path / "bin" / "lab01_solution", spec(add_tests()))
+    runner = Runner(policy=runs.DEFAULT_POLICY, progress=Progress(stream=io.StringIO()))
+    got = profile_lab(lab, _graded_tests(lab), student, reference, runner, gpu_available=True,
+                      find=lambda: _fake_ncu(tmp_path, max_rows=1))
+    assert [k.role for k in got.kernels] == ["yours"]
+    assert "AddPerf.Fast/16777216 (reference): the first 4 launches that matched were library kernels (sm80_xmma_gemm" \
+        in got.message, got.message
 
 
 def _graded_tests(lab):

@@ -44,6 +44,23 @@ def test_one_entry_per_mode_smallest_size_first_sanitizer_on_top() -> None:
     assert groups[0].what.startswith("sanitizer") and "scan.cu:284" in groups[0].what
 
 
+def test_a_tasks_smallest_failing_input_comes_first_whatever_the_declaration_order() -> None:
+    """Lab 07's FiveCallsOneScratch is a plain TEST, declared (and reported) before the TEST_Ps: on 262,155
+    elements it would lead the decoupled task's failures though n = 4,097 fails too. Tasks keep test order."""
+    lab = LabResult(number=7, name="07-scan", title="Scan", max_score=100)
+    wrong = dict(status=Status.FAILED, category=Category.WRONG_ANSWER)
+    lab.tests += [
+        TResult("BlockScanCorrectness.Blelloch/1025", task="blelloch", message=TILE.format(bad=1, n=1025, last=1024),
+                **wrong),
+        TResult("ScanDecoupledReuseCorrectness.FiveCallsOneScratch", task="decoupled",
+                message=TILE.format(bad=258059, n=262155, last=262154), **wrong),
+        TResult("ScanDecoupledCorrectness.Exclusive/4097", task="decoupled", message=TILE.format(bad=1, n=4097, last=4096),
+                **wrong)]
+    assert [g.test.name for g in group_failures(lab)] == [
+        "BlockScanCorrectness.Blelloch/1025", "ScanDecoupledCorrectness.Exclusive/4097",
+        "ScanDecoupledReuseCorrectness.FiveCallsOneScratch"]
+
+
 def _results(lab: LabResult) -> Results:
     results = sample_results()
     results.labs = [lab]
