@@ -3,7 +3,8 @@
 # Registers one lab from its directory (labs/NN-slug/). Expects, beside the calling CMakeLists.txt:
 #   <topic>.cuh        the contract the tests call
 #   <topic>.cu         the student's file (taken from CUDALAB_SUBMISSION_DIR when it has one)
-#   test_<topic>.cu    GoogleTest checks, compiled once and linked into every binary below
+#   test_<topic>.cu    GoogleTest checks, compiled once and linked into every binary below (a submission's
+#                      build links the pristine build's objects: CUDALAB_TEST_OBJECTS_FROM, below)
 # and builds
 #   labNN_student_object     the student's file, compiled alone (the grader checks this object)
 #   labNN_student_code       that object as a shared library that exports only the contract
@@ -41,13 +42,14 @@ function(cudalab_add_lab topic)
   # With RDC, CMake links the device runtime (cudadevrt) itself for separable compilation.
   set(test_libs cudalab::common GTest::gtest CUDA::cudart ${ARG_LIBS})
 
-  # The test translation unit compiles once and links into both binaries.
-  _cudalab_object_library(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${test_libs}" ${ARG_RDC})
+  # The test translation unit compiles once and links into both binaries (or, in a build that reuses
+  # another build's test objects, links those: tests is the target to link).
+  _cudalab_test_objects(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${test_libs}" "${ARG_RDC}" tests)
   _cudalab_student_code(${lab}_student "${student_src}" ${ARG_RDC})
-  _cudalab_test_binary(${lab}_student ${lab}_tests ${lab}_student_code "${test_libs}" ${ARG_RDC})
+  _cudalab_test_binary(${lab}_student ${tests} ${lab}_student_code "${test_libs}" ${ARG_RDC})
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${solution_src}")
     _cudalab_student_code(${lab}_solution "${solution_src}" ${ARG_RDC})
-    _cudalab_test_binary(${lab}_solution ${lab}_tests ${lab}_solution_code "${test_libs}" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_solution ${tests} ${lab}_solution_code "${test_libs}" ${ARG_RDC})
   endif()
   # A student release ships the reference compiled (reference/NN-slug/, grader/authoring/release_reference.py):
   # machine code for the release's GPUs, no source, no PTX. Its tests link against it like the student's
@@ -56,22 +58,53 @@ function(cudalab_add_lab topic)
   if(CUDALAB_BUILD_SOLUTIONS AND NOT EXISTS "${solution_src}" AND EXISTS "${compiled_reference}")
     add_library(${lab}_solution_code SHARED IMPORTED)
     set_target_properties(${lab}_solution_code PROPERTIES IMPORTED_LOCATION "${compiled_reference}")
-    _cudalab_test_binary(${lab}_solution ${lab}_tests ${lab}_solution_code "${test_libs}" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_solution ${tests} ${lab}_solution_code "${test_libs}" ${ARG_RDC})
   endif()
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${hidden_test_src}")
-    _cudalab_object_library(${lab}_hidden_tests "${hidden_test_src}" "${test_libs}" ${ARG_RDC})
-    _cudalab_test_binary(${lab}_hidden_student ${lab}_hidden_tests ${lab}_student_code "${test_libs}" ${ARG_RDC})
+    _cudalab_test_objects(${lab}_hidden_tests "${hidden_test_src}" "${test_libs}" "${ARG_RDC}" hidden_tests)
+    _cudalab_test_binary(${lab}_hidden_student ${hidden_tests} ${lab}_student_code "${test_libs}" ${ARG_RDC})
     if(EXISTS "${solution_src}")
-      _cudalab_test_binary(${lab}_hidden_solution ${lab}_hidden_tests ${lab}_solution_code "${test_libs}" ${ARG_RDC})
+      _cudalab_test_binary(${lab}_hidden_solution ${hidden_tests} ${lab}_solution_code "${test_libs}" ${ARG_RDC})
     endif()
   endif()
 endfunction()
 
-function(_cudalab_object_library name source libs rdc)
+# A test translation unit as an object library <name>. Compiling one takes 20-70 s, a lab file 3-10 s, so
+# a build of a submission (CUDALAB_TEST_OBJECTS_FROM: the pristine build of this same tree) links the
+# pristine build's objects instead, when they were compiled from the same file with the same compilers,
+# architectures and flags: each build writes test-objects/<name>.cmake, which lists its objects and that
+# fingerprint. Relocatable device code (RDC) is always compiled here: its device link wants its own.
+# out_var: the target to link (<name>, or <name>_reused, which is imported; <name> is then a no-op
+# target, so that `cmake --build --target <name>` works in either build).
+function(_cudalab_test_objects name source libs rdc out_var)
+  string(TOUPPER "${CMAKE_BUILD_TYPE}" config)
+  string(JOIN "|" fingerprint "${source}" "${CMAKE_CUDA_COMPILER}" "${CMAKE_CUDA_COMPILER_VERSION}"
+         "${CMAKE_CXX_COMPILER}" "${CMAKE_CXX_COMPILER_VERSION}" "${CMAKE_CUDA_ARCHITECTURES}" "${config}"
+         "${CMAKE_CUDA_FLAGS}" "${CMAKE_CUDA_FLAGS_${config}}" "${CMAKE_CXX_FLAGS}" "${CMAKE_CXX_FLAGS_${config}}"
+         "${CUDALAB_SYNC_CHECKS}" "${CUDALAB_LINEINFO}" "${rdc}")
+  if(CUDALAB_TEST_OBJECTS_FROM AND NOT rdc)
+    set(manifest "${CUDALAB_TEST_OBJECTS_FROM}/test-objects/${name}.cmake")
+    unset(reused_objects)
+    unset(reused_fingerprint)
+    if(EXISTS "${manifest}")
+      include("${manifest}")
+    endif()
+    if(reused_objects AND reused_fingerprint STREQUAL fingerprint)
+      add_library(${name}_reused OBJECT IMPORTED)
+      set_target_properties(${name}_reused PROPERTIES IMPORTED_OBJECTS "${reused_objects}")
+      add_custom_target(${name})
+      set(${out_var} ${name}_reused PARENT_SCOPE)
+      return()
+    endif()
+    message(STATUS "${name}: compiled in this build (no matching test objects in ${CUDALAB_TEST_OBJECTS_FROM})")
+  endif()
   add_library(${name} OBJECT "${source}")
   target_include_directories(${name} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
   target_link_libraries(${name} PRIVATE ${libs})
   _cudalab_device_code(${name} ${rdc})
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/test-objects/${name}.cmake" CONTENT
+       "set(reused_objects [==[$<TARGET_OBJECTS:${name}>]==])\nset(reused_fingerprint [==[${fingerprint}]==])\n")
+  set(${out_var} ${name} PARENT_SCOPE)
 endfunction()
 
 # <prefix>_object: the file compiled on its own; <prefix>_code: the shared library made of it.

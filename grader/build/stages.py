@@ -1,7 +1,8 @@
 """The build stages of a grade. Each takes a list of labs, so that a batch's slot builds a student's labs
 side by side, while `grade` builds one lab at a time and shows its results as they come:
 
-  test objects  the pristine tests compiled (what they call of the lab file is the contract)
+  test objects  the pristine tests compiled (what they call of the lab file is the contract), in the
+                pristine tree, which a submission's build links (build/submission.py)
   object        the graded file compiled on its own, within a time and memory limit
   binaries      the test binaries of the graded code, linked
   references    the reference's binaries, in the pristine tree (a batch builds them once)
@@ -41,6 +42,7 @@ class Builders:
     jobs: int = 1  # targets compiled side by side
     compile_timeout_s: float = COMPILE_TIMEOUT_S  # the graded object's compile: a longer one is a compile error
     compile_memory_mib: float = COMPILE_MEMORY_MIB  # virtual memory of each compiler process
+    main_built: bool = False  # the pristine tree's targets are built already (a batch builds them first)
 
     def for_target(self, target: str) -> Builder:
         return self.code if is_student_target(target, self.mode) else self.main
@@ -108,8 +110,12 @@ def build_test_objects(labs: list[Lab], builders: Builders, progress: Progress) 
     notes: dict[str, list[str]] = {lab.name: [] for lab in labs}
     if not builders.build:
         return notes
-    builder = builders.code
     targets = {t: lab for lab in labs for t in test_object_targets(lab)}
+    if builders.main is not builders.code and not builders.main_built and isinstance(builders.main, CMakeBuilder):
+        # A submission's build links the pristine build's test objects (build/submission.py): build them
+        # there first. Where they cannot be reused, the submission's build compiles its own below.
+        builders.main.run_build(*targets, jobs=max(builders.jobs, len(targets)))
+    builder = builders.code
     if len(targets) > 1 and isinstance(builder, CMakeBuilder):
         code, _ = builder.run_build(*targets, jobs=max(builders.jobs, len(targets)))
         if code == 0:

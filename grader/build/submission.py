@@ -1,6 +1,8 @@
 """The build of a staged submission: the same CMake project in a build folder of its own
 (build/<preset>-submission, or a batch slot's), with CUDALAB_SUBMISSION_DIR pointing at the staging tree,
-so only the student object is compiled and linked there; the test objects, once built, are reused."""
+so only the student object is compiled and linked there. The test objects are the pristine build's
+(reuse_from: CUDALAB_TEST_OBJECTS_FROM, cmake/CudaLab.cmake) wherever they were compiled alike, so a
+first grade compiles one lab file, not the 20-70 s test translation unit as well."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ class SubmissionBuilder(CMakeBuilder):
 
     submission_dir: Path | None = None
     directory: Path | None = None  # default: $CUDALAB_SUBMISSION_BUILD_DIR, else build/<preset>-submission
+    reuse_from: Path | None = None  # the pristine build whose test objects this one links
 
     @property
     def build_dir(self) -> Path:
@@ -28,23 +31,22 @@ class SubmissionBuilder(CMakeBuilder):
         return Path(env) if env else self.root / "build" / f"{self.preset}-submission"
 
     def cached_submission(self) -> str | None:
-        try:
-            cache = (self.build_dir / "CMakeCache.txt").read_text(errors="replace")
-        except OSError:
-            return None
-        m = re.search(r"^CUDALAB_SUBMISSION_DIR:[A-Z]+=(.*)$", cache, re.MULTILINE)
-        return m.group(1) if m else ""
+        return cached_variable(self.build_dir, "CUDALAB_SUBMISSION_DIR")
 
     def cached_labs(self) -> list[str] | None:
         labs = super().cached_labs()
-        if labs is not None and self.cached_submission() != str(self.submission_dir or ""):
-            # A new staging tree: configure again (only the student objects change).
+        if labs is not None and (self.cached_submission() != str(self.submission_dir or "")
+                                 or cached_variable(self.build_dir, "CUDALAB_TEST_OBJECTS_FROM")
+                                 != str(self.reuse_from or "")):
+            # A new staging tree (or test objects from elsewhere): configure again (only the student
+            # objects change).
             return None
         return labs
 
     def configure_command(self, ninja: bool, labs: list[str] | None = None) -> list[str]:
         cmd = super().configure_command(ninja and not (self.build_dir / "CMakeCache.txt").is_file(), labs)
-        cmd += ["-B", str(self.build_dir), f"-DCUDALAB_SUBMISSION_DIR={self.submission_dir or ''}"]
+        cmd += ["-B", str(self.build_dir), f"-DCUDALAB_SUBMISSION_DIR={self.submission_dir or ''}",
+                f"-DCUDALAB_TEST_OBJECTS_FROM={self.reuse_from or ''}"]
         return cmd
 
     def build(self, target: str, timeout_s: float | None = None, memory_mib: float | None = None) -> BuildResult:
@@ -60,3 +62,19 @@ class SubmissionBuilder(CMakeBuilder):
         for prefix in {str(self.submission_dir.resolve()), str(self.submission_dir)}:
             text = text.replace(prefix.rstrip(os.sep) + os.sep, "")
         return text
+
+
+def cached_variable(build_dir: Path, name: str) -> str | None:
+    """A variable of build_dir's CMakeCache.txt: None when the build is not configured, "" when unset."""
+    try:
+        cache = (Path(build_dir) / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(rf"^{re.escape(name)}:[A-Z]+=(.*)$", cache, re.MULTILINE)
+    return m.group(1) if m else ""
+
+
+def dirs_with_test_objects(build_dir: Path) -> list[Path]:
+    """Where a build's test objects may be: its own folder, then the build it reuses them from."""
+    reused = cached_variable(build_dir, "CUDALAB_TEST_OBJECTS_FROM")
+    return [Path(build_dir)] + ([Path(reused)] if reused else [])

@@ -28,10 +28,11 @@ def make_builder(root: Path, preset: str, jobs: int | None) -> Builder:
 
 
 def make_submission_builder(root: Path, preset: str, jobs: int | None, staging: Path) -> Builder:
-    """The build of a staged submission: build/<preset>-submission, CUDALAB_SUBMISSION_DIR=staging."""
+    """The build of a staged submission: build/<preset>-submission, CUDALAB_SUBMISSION_DIR=staging, linking
+    the test objects of build/<preset>."""
     from grader.build.submission import SubmissionBuilder
 
-    return SubmissionBuilder(root, preset, jobs, submission_dir=staging)
+    return SubmissionBuilder(root, preset, jobs, submission_dir=staging, reuse_from=CMakeBuilder(root, preset).build_dir)
 
 
 def use_color(stream: TextIO) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.build.compiledb import CompileDb
+from grader.build.submission import dirs_with_test_objects
 from grader.build.targets import code_prefix, object_target, test_object_targets
 from grader.host.toolkit import find_nvcc
 from grader.inspect import includes, objcheck, techniques
@@ -172,7 +173,9 @@ def _object_path(build_dir: Path, target: str, source: Path) -> Path | None:
 def _contract(build_dir: Path, lab: Lab, notes: list[str]) -> set[str]:
     objects = []
     for target in test_object_targets(lab):
-        for path in glob.glob(str(build_dir / "labs" / lab.name / "CMakeFiles" / f"{target}.dir" / "*.o")):
+        found = [glob.glob(str(d / "labs" / lab.name / "CMakeFiles" / f"{target}.dir" / "*.o"))
+                 for d in dirs_with_test_objects(build_dir)]  # its own, else those it links from the pristine build
+        for path in next((f for f in found if f), []):
             try:
                 objects.append(read_object(Path(path)))
             except ElfError as err:

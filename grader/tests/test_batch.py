@@ -489,6 +489,10 @@ def test_slot_recompiles_only_the_student_object(tmp_path: Path) -> None:
         assert [b.target for b in builds] == ["lab01_student_object", "lab01_student"], builds
         assert all(b.ok for b in builds), [b.log for b in builds]
         logs.append([ln for b in builds for ln in b.log.splitlines() if "Building" in ln or "Linking" in ln])
+    # Not even the first student compiled the test translation unit: the slot links the pristine build's.
+    slot = grader.slot_dir(0)
+    assert not list((slot / "labs" / labs[0].name / "CMakeFiles").glob("lab01_tests.dir/*.o"))
+    assert (slot / "bin" / "lab01_student").is_file()
     second = logs[1]
     compiled = [ln for ln in second if "Building" in ln]
     assert compiled and all(

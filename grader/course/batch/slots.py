@@ -152,8 +152,10 @@ class BatchGrader:
     def _cmake_slot(self, slot: int, staging: Path) -> Builder:
         from grader.build.submission import SubmissionBuilder
 
+        pristine = getattr(self.main, "build_dir", None)  # its test objects are built before any slot's
         return SubmissionBuilder(
-            self.root, self.preset, self.build_jobs, submission_dir=staging, directory=self.slot_dir(slot)
+            self.root, self.preset, self.build_jobs, submission_dir=staging, directory=self.slot_dir(slot),
+            reuse_from=Path(pristine) if pristine is not None else None,
         )
 
     def slot(self, slot: int) -> Builder:
@@ -359,7 +361,7 @@ class BatchGrader:
             bs.target for lab in self.labs if not staged.labs[lab.name].refused for bs in binary_sets(lab)
         ]
         self._clean_slot(builder, staging, targets)
-        builders = Builders(main=self.main, code=builder, mode="student", jobs=self.build_jobs)
+        builders = Builders(main=self.main, code=builder, mode="student", jobs=self.build_jobs, main_built=True)
         prepared = prepare(self.labs, builders, staged=staged, checks=self.real, progress=progress,
                            references=self.pristine)
         build_s = time.monotonic() - start

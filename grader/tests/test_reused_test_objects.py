@@ -1,0 +1,100 @@
+"""A submission's build links the pristine build's test objects (cmake/CudaLab.cmake's
+CUDALAB_TEST_OBJECTS_FROM, grader/build/submission.py): a first grade compiles the student's file only,
+not the test translation unit as well (issue 28: the cold build was two thirds of a first grade)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader.build.cmake import CMakeBuilder
+from grader.build.stages import Builders, build_test_objects
+from grader.build.submission import SubmissionBuilder, cached_variable, dirs_with_test_objects
+from grader.model.labs import discover
+from grader.model.progress import Progress
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_submission_build_is_configured_to_link_the_pristine_objects(tmp_path: Path) -> None:
+    pristine = tmp_path / "build" / "ci"
+    b = SubmissionBuilder(tmp_path, "ci", 2, submission_dir=tmp_path / "stage", reuse_from=pristine)
+    assert f"-DCUDALAB_TEST_OBJECTS_FROM={pristine}" in b.configure_command(True, ["03-vector-add"])
+    b.build_dir.mkdir(parents=True)
+    cache = b.build_dir / "CMakeCache.txt"
+    cache.write_text(f"CUDALAB_LABS:STRING=03-vector-add\nCUDALAB_SUBMISSION_DIR:PATH={tmp_path / 'stage'}\n"
+                     f"CUDALAB_TEST_OBJECTS_FROM:PATH={pristine}\n")
+    assert b.cached_labs() == ["03-vector-add"]
+    assert cached_variable(b.build_dir, "CUDALAB_TEST_OBJECTS_FROM") == str(pristine)
+    assert dirs_with_test_objects(b.build_dir) == [b.build_dir, pristine]
+    # A build configured to compile its own (or from another tree) is configured again.
+    assert SubmissionBuilder(tmp_path, "ci", 2, submission_dir=tmp_path / "stage",
+                             reuse_from=tmp_path / "other").cached_labs() is None
+    cache.write_text(f"CUDALAB_LABS:STRING=03-vector-add\nCUDALAB_SUBMISSION_DIR:PATH={tmp_path / 'stage'}\n")
+    assert b.cached_labs() is None and dirs_with_test_objects(b.build_dir) == [b.build_dir]
+
+
+class _Recording(CMakeBuilder):
+    def __init__(self, root: Path, name: str, calls: list[tuple[str, tuple[str, ...]]]) -> None:
+        super().__init__(root, name)
+        self.calls = calls
+
+    def run_build(self, *targets: str, jobs: int | None = None, **limits) -> tuple[int, str]:
+        self.calls.append((self.preset, targets))
+        return 0, ""
+
+
+def test_the_test_objects_build_in_the_pristine_tree_first(lab_root: Path) -> None:
+    """`grade --submission`: the pristine build makes the objects, then the submission's build (a no-op
+    there where it links them). A batch built the pristine tree before any slot: only the slot's."""
+    lab = discover(lab_root)[0]
+    calls: list[tuple[str, tuple[str, ...]]] = []
+    main, code = _Recording(lab_root, "main", calls), _Recording(lab_root, "code", calls)
+    build_test_objects([lab], Builders(main=main, code=code), Progress())
+    assert [c[0] for c in calls] == ["main", "code"] and calls[0][1] == ("lab01_tests",)
+    calls.clear()
+    build_test_objects([lab], Builders(main=main, code=code, main_built=True), Progress())
+    assert [c[0] for c in calls] == ["code"]
+    calls.clear()
+    build_test_objects([lab], Builders(main=main, code=main), Progress())  # no submission: one build
+    assert [c[0] for c in calls] == ["main"]
+
+
+def _pristine() -> Path | None:
+    """The build `make test-labs` made of every lab (build/ci without a GPU), with its test objects."""
+    for preset in ("ci", "default"):
+        d = REPO / "build" / preset
+        if (d / "test-objects" / "lab01_tests.cmake").is_file() and any(
+                (d / "labs" / "01-hello" / "CMakeFiles" / "lab01_tests.dir").glob("*.o")):
+            return d
+    return None
+
+
+@pytest.mark.skipif(_pristine() is None or shutil.which("cmake") is None,
+                    reason="needs the build of every lab that make test-labs makes (build/ci) and cmake")
+def test_a_real_submission_build_compiles_only_the_students_file(tmp_path: Path) -> None:
+    pristine = _pristine()
+    assert pristine is not None
+    stage = tmp_path / "stage" / "labs" / "01-hello"
+    stage.mkdir(parents=True)
+    shutil.copy(REPO / "labs" / "01-hello" / "hello.cu", stage / "hello.cu")
+    b = SubmissionBuilder(REPO, pristine.name, 2, submission_dir=tmp_path / "stage", directory=tmp_path / "b",
+                          reuse_from=pristine)
+    b.configure(["01-hello"])
+    tests = b.build("lab01_tests")  # the grader still names it: a no-op target here
+    built = b.build("lab01_student")
+    assert tests.ok and built.ok, built.log
+    assert "lab01_student_object" in built.log and "lab01_tests.dir" not in built.log, built.log
+    assert (tmp_path / "b" / "bin" / "lab01_student").is_file()
+    assert dirs_with_test_objects(tmp_path / "b") == [tmp_path / "b", pristine]
+    # Compiled differently (another architecture): the build compiles its own test objects.
+    other = SubmissionBuilder(REPO, pristine.name, 2, submission_dir=tmp_path / "stage", directory=tmp_path / "o",
+                              reuse_from=pristine)
+    command = other.configure_command(False, ["01-hello"]) + ["-DCMAKE_CUDA_ARCHITECTURES=80"]
+    import subprocess
+
+    configured = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    assert configured.returncode == 0, configured.stdout + configured.stderr
+    assert "lab01_tests: compiled in this build" in configured.stdout
