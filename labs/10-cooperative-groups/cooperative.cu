@@ -73,9 +73,9 @@ void block_sums(const float* d_in, float* d_out, std::size_t n) {
 // ---------------------------------------------------------------------------------------------
 
 __global__ void count_above_kernel(const float* in, std::size_t n, float threshold, unsigned int* count) {
-  // TODO(student): one value per thread; ballot the predicate "exists and is above the threshold";
-  //                the first lane of each warp adds the popcount to *count with one atomicAdd
-  //                (about 5 lines).
+  // TODO(student): count the values above threshold with one atomic per warp, not one per thread:
+  //                the warp votes, and one lane adds how many lanes said yes. Pitfall: all 32 lanes
+  //                vote, those past n too, with the vote that changes nothing (about 5 lines).
 }
 
 void count_above(const float* d_in, std::size_t n, float threshold, unsigned int* d_count) {
@@ -84,8 +84,9 @@ void count_above(const float* d_in, std::size_t n, float threshold, unsigned int
 }
 
 __global__ void warp_any_all_kernel(const float* in, std::size_t n, float threshold, int* any, int* all) {
-  // TODO(student): one value per thread; __any_sync and __all_sync over the warp; lane 0 writes the
-  //                group's two flags (group = i / 32) if the group exists (about 7 lines).
+  // TODO(student): for each group of 32 values (group = i / 32), whether any and whether all are
+  //                above threshold, decided by one warp vote each and written once per group that
+  //                exists. Pitfall: a lane past n votes too, and must sway neither answer (about 7 lines).
 }
 
 void warp_any_all(const float* d_in, std::size_t n, float threshold, int* d_any, int* d_all) {
@@ -101,8 +102,9 @@ void warp_any_all(const float* d_in, std::size_t n, float threshold, int* d_any,
 // ---------------------------------------------------------------------------------------------
 
 int cooperative_grid_blocks(const void* kernel, int block_threads, std::size_t dynamic_smem_bytes) {
-  // TODO(student): cudaOccupancyMaxActiveBlocksPerMultiprocessor for this kernel, block size and
-  //                dynamic shared memory, times cudalab::sm_count() (about 4 lines).
+  // TODO(student): how many blocks of this kernel, at this block size and dynamic shared memory, are
+  //                resident on the whole GPU at once: the occupancy API answers per SM. Pitfall: ask for
+  //                this kernel and these sizes, not a rule of thumb (about 4 lines).
   return 0;
 }
 
