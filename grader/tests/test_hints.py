@@ -148,6 +148,11 @@ def test_lab_07_look_back_hint() -> None:
     found = _lab_hint("07-scan", [("ScanDecoupledCorrectness.Random/1048576", "decoupled",
                                    _wrong(1048576, 8192, [(8192, "1", "2")]))])
     assert "the look-back must add every earlier tile" in found[0]
+    # dlb-no-wait-for-empty: tiles read while still X count as 0, so some later tiles are short, not all.
+    scattered = _wrong(1048576, 20480, [(20480, "81921", "77825"), (20481, "81925", "77829"),
+                                        (45056, "180225", "176129")], bad=8192)
+    found = _lab_hint("07-scan", [("ScanDecoupledCorrectness.Random/1048576", "decoupled", scattered)])
+    assert "Wait (spin, with a short __nanosleep) while a predecessor's status is still X" in found[0], found[0]
 
 
 def test_lab_07_blelloch_shift_hint() -> None:
