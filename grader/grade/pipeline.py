@@ -31,7 +31,8 @@ from grader.model.answers import ANSWERS_FILE
 from grader.model.profile import LabProfile
 from grader.model.progress import Progress
 from grader.model.results import Category, LabResult, Results, RunInfo, Status
-from grader.profile.stage import profile_lab
+from grader.inspect.static_checks import kept_ptx, object_dir, ptx_of
+from grader.profile.stage import profile_lab, ptx_kernels
 from grader.score import answers, scoring
 
 
@@ -151,9 +152,14 @@ def _profile(grade: Grade, lab: Lab, prepared: PreparedLab, result: LabResult, o
     graded = next((b for b in prepared.binaries if b.kind == "student" and b.built.ok and b.block is None), None)
     reference = graded.reference if graded is not None and graded.reference_built is not None \
         and graded.reference_built.ok and options.mode != "solution" else None
+    # The kernels each binary's lab code defines, from the PTX nvcc kept: only those are profiled as its own.
+    own = {"yours": ptx_kernels(ptx_of(prepared.inspection))}
+    main_dir = getattr(grade.builders.main, "build_dir", None)
+    if reference is not None and main_dir is not None:
+        own["reference"] = ptx_kernels(kept_ptx(object_dir(Path(main_dir), lab, "solution")))
     progress.step(f"profiling the timed kernels of {lab.name} (Nsight Compute)")
     return profile_lab(lab, result.tests, graded.path if graded is not None else None, reference, grade.runner,
-                       gpu_available=grade.gpu.available, timeout_s=options.timeout_s)
+                       gpu_available=grade.gpu.available, timeout_s=options.timeout_s, own=own)
 
 
 def _take_gpu_facts(grade: Grade, properties: list[dict[str, str]]) -> None:

@@ -196,7 +196,17 @@ def ptx_of(found: Inspection) -> str | None:
     keep_dir = found.object_path.parent
     while keep_dir.name and not keep_dir.name.endswith(".dir"):
         keep_dir = keep_dir.parent
+    return kept_ptx(keep_dir)
+
+
+def kept_ptx(keep_dir: Path) -> str | None:
+    """The PTX nvcc kept in an object target's folder (CMakeFiles/<target>.dir); None when there is none."""
     kept = sorted(glob.glob(str(keep_dir / "*.ptx")))
     if not kept:
         return None
     return "\n".join(Path(p).read_text(errors="replace") for p in kept)
+
+
+def object_dir(build_dir: Path, lab: Lab, mode: str) -> Path:
+    """The folder of the graded file's object target (mode "solution": the reference's) in a build."""
+    return Path(build_dir) / "labs" / lab.name / "CMakeFiles" / f"{object_target(lab, mode)}.dir"

@@ -5,6 +5,7 @@ read into one dict per profiled kernel. The numbers are ncu's own; nothing here 
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
 import re
 import subprocess
@@ -41,11 +42,12 @@ def glob_regex(globs: Sequence[str]) -> str:
     return "|".join(parts)
 
 
-def argv(ncu: str, log_file: str, kernel_regex: str, count: int = 1) -> list[str]:
-    """ncu in front of a test binary: the first `count` launches whose demangled name matches, the lab's
-    sections, the raw page as CSV into log_file. Clocks stay locked to base (ncu's default), so times are
-    slower than the perf tests' and compare only with each other."""
-    out = [ncu, "--csv", "--page", "raw", "--log-file", log_file, "--kernel-name-base", "demangled",
+def argv(ncu: str, log_file: str, kernel_regex: str, count: int = 1, base: str = "demangled") -> list[str]:
+    """ncu in front of a test binary: the first `count` launches whose name (base: "demangled", or
+    "mangled" for exact names) matches, the lab's sections, the raw page as CSV into log_file. Clocks
+    stay locked to base (ncu's default), so times are slower than the perf tests' and compare only with
+    each other."""
+    out = [ncu, "--csv", "--page", "raw", "--log-file", log_file, "--kernel-name-base", base,
            "--kernel-name", f"regex:{kernel_regex}", "--launch-count", str(count)]
     for section in SECTIONS:
         out += ["--section", section]
@@ -83,3 +85,17 @@ def problem(text: str) -> str | None:
         return "Nsight Compute saw no launch of the kernel it was asked for (did the test run and call it?)"
     m = re.search(r"==ERROR== (.+)", text)
     return f"Nsight Compute failed: {m.group(1).strip()}" if m else None
+
+
+def own_kernels_regex(globs: Sequence[str], mangled: Sequence[str], names: dict[str, str]) -> str | None:
+    """An exact ncu regex (for --kernel-name-base mangled) over the kernels the lab's code itself defines
+    (their mangled names, from its PTX) that the task's globs name; names: mangled -> demangled. A
+    library's kernel can never match it. None when no kernel of the code fits the globs."""
+    def fits(m: str) -> bool:
+        full = names.get(m, m)
+        base = re.sub(r"<[^<>]*>", "", re.sub(r"<[^<>]*>", "", full.split("(", 1)[0]))  # two levels of <...>
+        base = base.rsplit(" ", 1)[-1].rsplit("::", 1)[-1]
+        return any(fnmatch.fnmatchcase(full, g) or fnmatch.fnmatchcase(base, g)
+                   or fnmatch.fnmatchcase(m, "*" + g.lstrip("*")) for g in globs if g.strip("*?"))
+    chosen = [m for m in dict.fromkeys(mangled) if fits(m)]
+    return "^(" + "|".join(re.escape(m) for m in chosen) + ")$" if chosen else None

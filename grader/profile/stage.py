@@ -8,12 +8,14 @@ what is missing and how to get it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from grader.execute import runs
 from grader.execute.runner import Runner
 from grader.host.toolkit import find_ncu
+from grader.inspect.elf import demangle
+from grader.inspect.techniques import ptx_functions, strip_ptx_comments
 from grader.model.labs import Lab
 from grader.model.profile import KernelProfile, LabProfile
 from grader.model.results import Status, TestResult
@@ -46,23 +48,34 @@ def _own(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return [r for r in rows if not LIBRARY_NAME.search(r.get("Kernel Name", "").strip())]
 
 
+def ptx_kernels(ptx: str | None) -> list[str] | None:
+    """The kernels (mangled names) a lab file's PTX defines; None without PTX."""
+    if ptx is None:
+        return None
+    return [f.name for f in ptx_functions(strip_ptx_comments(ptx)).values() if f.kind == "entry"]
+
+
 def _one(ncu_path: str, binary: Path, test: str, regex: str, runner: Runner, timeout_s: float,
-         count: int = 1) -> tuple[str, str]:
+         count: int = 1, base: str = "demangled") -> tuple[str, str]:
     """One confined run of binary's test under ncu, its first `count` matching launches profiled: (the raw
     CSV, what the run printed)."""
     limit, policy = runner.policy.for_tool(timeout_s)
     tool = Path(ncu_path)
     roots = sorted({str(tool.parent.parent), str(tool.resolve().parent)})
     launched = runs.launch(binary, [f"--gtest_filter={test}"], limit, runner.env, policy,
-                           prefix=lambda ch: ncu.argv(ncu_path, ch[0].path, regex, count), extra_channels=1,
+                           prefix=lambda ch: ncu.argv(ncu_path, ch[0].path, regex, count, base), extra_channels=1,
                            exec_roots=roots)
     return launched.extra[0].decode(errors="replace"), launched.proc.output
 
 
 def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, reference: Path | None, runner: Runner,
                 *, gpu_available: bool, timeout_s: float | None = None, find: Callable[[], str | None] = find_ncu,
-                ) -> LabProfile:
-    """Profile the lab's scored perf tests in the student's binary (and the reference's); see the module."""
+                own: Mapping[str, Sequence[str] | None] | None = None) -> LabProfile:
+    """Profile the lab's scored perf tests in the student's binary (and the reference's); see the module.
+    own: per role ("yours", "reference"), the kernels that binary's lab code defines (mangled, from its
+    PTX, ptx_kernels): only those are profiled as that role's, so a test that launches a library's
+    kernel first (cuBLAS for lab 05's expected matrix) cannot stand in. Unknown (a compiled reference):
+    the task's globs over every launch, library kernels skipped."""
     if not gpu_available:
         return LabProfile("unavailable", "no GPU here: profiles need one")
     path = find()
@@ -86,9 +99,19 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
             runs_wanted.append(("library", student, library))
         mine: KernelProfile | None = None
         for role, binary, pattern in runs_wanted:
-            text, printed = _one(path, binary, test.name, pattern, runner, timeout)
-            rows = ncu.parse_raw(text)
-            if role != "library" and rows and not _own(rows):
+            known = (own or {}).get(role) if role != "library" else None
+            if known is not None and task is not None:
+                exact = ncu.own_kernels_regex(task.kernels, known, demangle(known))
+                if exact is None:
+                    out.message += (f"{test.name} ({role}): no kernel of the lab file matches the task's names "
+                                    f"({', '.join(task.kernels)}). ")
+                    continue
+                text, printed = _one(path, binary, test.name, exact, runner, timeout, base="mangled")
+                rows = ncu.parse_raw(text)
+            else:
+                text, printed = _one(path, binary, test.name, pattern, runner, timeout)
+                rows = ncu.parse_raw(text)
+            if known is None and role != "library" and rows and not _own(rows):
                 text, printed = _one(path, binary, test.name, pattern, runner, timeout, RETRY_LAUNCHES)
                 seen = ncu.parse_raw(text)
                 rows = _own(seen)
@@ -99,7 +122,7 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
                            ncu.problem(text + "\n" + printed) or "no profile came back when more launches were asked for")
                     out.message += f"{test.name} ({role}): {why}. "
                     continue
-            elif role != "library":
+            elif known is None and role != "library":
                 rows = _own(rows) or rows
             if not rows:
                 why = ncu.problem(text + "\n" + printed)

@@ -19,7 +19,7 @@ from grader.model.profile import LabProfile
 from grader.model.progress import Progress
 from grader.model.results import LabResult, Results
 from grader.profile import advice, metrics, ncu
-from grader.profile.stage import profile_lab
+from grader.profile.stage import ptx_kernels, profile_lab
 from grader.report import render_html
 from grader.report.profile_text import profile_lines
 from grader.report.profile_view import profile_view
@@ -118,12 +118,15 @@ def _lab(root: Path):
 
 def _fake_ncu(tmp_path: Path, deny: bool = False, max_rows: int = 99) -> str:
     """A stand-in for ncu: writes a recorded raw page (the reference's for a *solution* binary) into its
-    --log-file, then runs the program after its options, as ncu does."""
+    --log-file, then runs the program after its options, as ncu does. Asked for exact mangled names (the
+    lab code's own kernels), it leaves out the library's rows, as ncu's filter would. Each call's
+    arguments are appended to calls.txt beside it."""
     script = tmp_path / "ncu"
     yours, ref = FIXTURES / "transpose.csv", FIXTURES / "matmul-fast.csv"
     script.write_text(f"""#!{sys.executable}
 import os, subprocess, sys
 args = sys.argv[1:]
+open({str(tmp_path / "calls.txt")!r}, "a").write(" ".join(args) + "\\n")
 log = args[args.index("--log-file") + 1]
 if {deny!r}:
     open(log, "w").write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters\\n")
@@ -133,6 +136,8 @@ src = {str(ref)!r} if "solution" in args[program] else {str(yours)!r}
 count = min({max_rows}, int(args[args.index("--launch-count") + 1]))
 lines = open(src).read().splitlines()
 header = next(i for i, ln in enumerate(lines) if ln.startswith('"ID",'))
+if args[args.index("--kernel-name-base") + 1] == "mangled":
+    lines = lines[:header + 2] + [ln for ln in lines[header + 2:] if "xmma" not in ln]
 open(log, "w").write("\\n".join(lines[:header + 2 + count]) + "\\n")  # the first `count` launches, as ncu
 sys.exit(subprocess.run(args[program:]).returncode)
 """)
@@ -174,6 +179,55 @@ def test_a_retry_that_finds_only_library_kernels_names_them(tmp_path: Path) -> N
     assert [k.role for k in got.kernels] == ["yours"]
     assert "AddPerf.Fast/16777216 (reference): the first 4 launches that matched were library kernels (sm80_xmma_gemm" \
         in got.message, got.message
+
+
+# The kernels of lab 05's reference, as its PTX names them (.entry), and as c++filt demangles them.
+LAB05_KERNELS = {
+    "_Z23transpose_padded_kernelPKfPfii": "transpose_padded_kernel(float const*, float*, int, int)",
+    "_Z19matmul_tiled_kernelPKfS0_Pfiii": "matmul_tiled_kernel(float const*, float const*, float*, int, int, int)",
+    "_ZN4fast18matmul_fast_kernelILb1EEEvPKfS2_Pfiii":
+        "void fast::matmul_fast_kernel<true>(float const*, float const*, float*, int, int, int)",
+    "_ZN4fast18matmul_fast_kernelILb0EEEvPKfS2_Pfiii":
+        "void fast::matmul_fast_kernel<false>(float const*, float const*, float*, int, int, int)",
+}
+
+
+def test_own_kernels_by_exact_name() -> None:
+    """Lab 05's fast task names its kernels *fast*, *gemm*, *register*: of the file's own kernels that is
+    both fast::matmul_fast_kernel instances, and no library kernel can match the exact names."""
+    mangled = list(LAB05_KERNELS)
+    fast = ncu.own_kernels_regex(["*fast*", "*gemm*", "*register*"], mangled, LAB05_KERNELS)
+    assert fast == "^(_ZN4fast18matmul_fast_kernelILb1EEEvPKfS2_Pfiii|_ZN4fast18matmul_fast_kernelILb0EEEvPKfS2_Pfiii)$"
+    assert ncu.own_kernels_regex(["matmul_tiled_kernel*"], mangled, LAB05_KERNELS) == \
+        "^(_Z19matmul_tiled_kernelPKfS0_Pfiii)$"
+    assert ncu.own_kernels_regex(["matmul_fast_kernel*"], mangled, LAB05_KERNELS).count("fast") == 4  # base name
+    assert ncu.own_kernels_regex(["reduce_kernel*"], mangled, LAB05_KERNELS) is None
+    # Without c++filt the mangled names still carry the identifier.
+    assert "transpose_padded" in ncu.own_kernels_regex(["transpose_padded_kernel*"], mangled, {})
+    ptx = "//\n.visible .entry _Z19matmul_tiled_kernelPKfS0_Pfiii(\n.param .u64 p\n)\n{\nret;\n}\n" \
+          ".func _Z4helpv()\n{\nret;\n}\n"
+    assert ptx_kernels(ptx) == ["_Z19matmul_tiled_kernelPKfS0_Pfiii"] and ptx_kernels(None) is None
+
+
+def test_the_stage_profiles_the_lab_codes_own_kernels_first_launch(tmp_path: Path) -> None:
+    """Given the kernels each binary defines, ncu filters on their exact mangled names, one launch: the
+    reference's first matching launch is its own fast kernel, not cuBLAS's, with no second run."""
+    lab = _lab(tmp_path / "tree")
+    student = make_binary(tmp_path / "bin" / "lab01_student", spec(add_tests()))
+    reference = make_binary(tmp_path / "bin" / "lab01_solution", spec(add_tests()))
+    runner = Runner(policy=runs.DEFAULT_POLICY, progress=Progress(stream=io.StringIO()))
+    own = {"yours": ["_Z10add_kernelPKfS0_Pfi"], "reference": ["_Z10add_kernelPKfS0_Pfi", "_Z5otherv"]}
+    got = profile_lab(lab, _graded_tests(lab), student, reference, runner, gpu_available=True,
+                      find=lambda: _fake_ncu(tmp_path), own=own)
+    assert [(k.role, advice.short_name(k.kernel)) for k in got.kernels] == [
+        ("yours", "transpose_padded_kernel"), ("reference", "fast::matmul_fast_kernel<1>")]
+    calls = [c for c in (tmp_path / "calls.txt").read_text().splitlines() if c != "--version"]
+    assert len(calls) == 2 and all("--kernel-name-base mangled" in c and "--launch-count 1" in c for c in calls)
+    assert "regex:^(_Z10add_kernelPKfS0_Pfi)$" in calls[1]
+    none = profile_lab(lab, _graded_tests(lab), student, reference, runner, gpu_available=True,
+                       find=lambda: _fake_ncu(tmp_path), own={"yours": ["_Z5otherv"], "reference": None})
+    assert "(yours): no kernel of the lab file matches the task's names (add_kernel*)" in none.message
+    assert [k.role for k in none.kernels] == ["reference"]  # unknown: the globs, library kernels skipped
 
 
 def _graded_tests(lab):
