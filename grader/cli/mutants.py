@@ -32,8 +32,8 @@ def cmd_mutants(
     otherwise). Else grade them as batches: exit 0 when every lab caught >= 95 % of its bugs and kept
     every correct alternative at full correctness points, 1 otherwise, 4 without a GPU. gpus: as batch
     --gpus, every GPU running gpu_runs test binaries at a time; build slots default to two more than
-    the runs at a time (each slot compiles every lab's test objects once, so more cost more than they
-    save)."""
+    the runs at a time (enough to keep the runs fed: a slot compiles a mutant's lab file and links the
+    pristine build's test objects)."""
     from grader.authoring import mutation
 
     stdout = stdout or sys.stdout

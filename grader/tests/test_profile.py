@@ -5,6 +5,7 @@ paths without ncu or without access to the GPU's counters. No GPU needed."""
 from __future__ import annotations
 
 import io
+import json
 import stat
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from grader.execute import runs
 from grader.execute.runner import Runner
 from grader.host.toolkit import find_ncu
 from grader.model.labs import discover
-from grader.model.profile import LabProfile
+from grader.model.profile import KernelProfile, LabProfile
 from grader.model.progress import Progress
 from grader.model.results import LabResult, Results
 from grader.profile import advice, metrics, ncu
@@ -27,6 +28,7 @@ from grader.report.sample import sample_results
 from grader.tests.conftest import LAB_TOML, add_tests, make_binary, spec, write_lab
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ncu"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def kernels(name: str) -> dict[str, metrics.KernelProfile]:
@@ -263,3 +265,44 @@ def test_the_report_shows_tables_roofline_and_advice() -> None:
     unavailable = LabResult(5, "05-tiled-matmul", "M", 100, profile=LabProfile("unavailable", ncu.NOT_FOUND_HELP))
     assert profile_lines(unavailable) == [f"  05  profile: {ncu.NOT_FOUND_HELP}"]
     assert "No profile: Nsight Compute (ncu) was not found" in render_html(Results(results.run, [unavailable]))
+
+
+# --- ci/profile_summary.py: gpu-check's profile stage read back ------------------------------------------
+
+
+def _profile_summary():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("profile_summary", REPO / "ci" / "profile_summary.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _profiled(tmp_path: Path, profile: LabProfile | None) -> Path:
+    from grader.model.results import LabResult
+    from grader.report.sample import sample_results
+
+    results = sample_results()
+    results.labs = [LabResult(5, "05-tiled-matmul", "Tiled matmul", 100, profile=profile)]
+    results.save(tmp_path / "profile" / "05" / "results.json")
+    return tmp_path / "profile"
+
+
+def test_profile_summary_fails_when_a_test_has_no_kernel_of_the_lab_file(tmp_path: Path) -> None:
+    """The H200 run of grade 05 --solution --profile (0.5.0's stage): MatmulPerf.Fast had only cuBLAS."""
+    summary = _profile_summary()
+    recorded = LabProfile.from_dict(json.loads((FIXTURES / "profile-05-h200.json").read_text()))
+    lines, ok = summary.summarize(_profiled(tmp_path, recorded))
+    text = "\n".join(lines)
+    assert not ok and "NO KERNEL OF THE LAB FILE profiled in MatmulPerf.Fast/4096" in text
+    assert "matmul_tiled_kernel" in text and "transpose_padded_kernel" in text
+    recorded.message = ""
+    recorded.kernels.append(KernelProfile("MatmulPerf.Fast/4096", "yours", "fast::matmul_fast_kernel<1>(...)"))
+    assert summary.summarize(_profiled(tmp_path / "fixed", recorded))[1]
+    # No access to the counters is said, not failed; no profile in a lab's results is a failure.
+    lines, ok = summary.summarize(_profiled(tmp_path / "denied", LabProfile("unavailable", ncu.PERMISSION_HELP)))
+    assert ok and "ERR_NVGPUCTRPERM" in "\n".join(lines)
+    assert not summary.summarize(_profiled(tmp_path / "none", None))[1]
+    assert not summary.summarize(tmp_path / "empty")[1]
