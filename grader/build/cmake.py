@@ -27,7 +27,8 @@ _LINK_ERROR = re.compile(
 )
 # The first line worth showing: nvcc "file.cu(12): error: ...", gcc "file.cpp:3:4: error: ...", "nvcc fatal".
 _ERROR_LINE = re.compile(r"(\berror\b|\bfatal\b|undefined reference|multiple definition)", re.I)
-_UNKNOWN_TARGET = re.compile(r"unknown target|No rule to make target", re.I)
+# ...or an input the grader should have built is not there (the pristine build's test object): not the student's.
+_UNKNOWN_TARGET = re.compile(r"unknown target|No rule to make target|missing and no known rule to make it", re.I)
 # Configure output that means the CUDA toolkit itself is missing or unusable (exit 4, not 3).
 _NO_TOOLKIT = re.compile(
     r"No CMAKE_CUDA_COMPILER could be found|Failed to find nvcc|Could NOT find CUDAToolkit|"
@@ -199,6 +200,8 @@ def failed_build(target: str, output: str, seconds: float = 0.0, log_limit: int 
         Category.LINK_ERROR: "link error",
         Category.HARNESS: "unknown build target",
     }.get(category, "build failed")
+    if category is Category.HARNESS and "missing and no known rule" in output:
+        what = "the grader's own build is incomplete (not your code)"
     line = first_error(output)
     return BuildResult(
         target=target,

@@ -114,7 +114,13 @@ def build_test_objects(labs: list[Lab], builders: Builders, progress: Progress) 
     if builders.main is not builders.code and not builders.main_built and isinstance(builders.main, CMakeBuilder):
         # A submission's build links the pristine build's test objects (build/submission.py): build them
         # there first. Where they cannot be reused, the submission's build compiles its own below.
-        builders.main.run_build(*targets, jobs=max(builders.jobs, len(targets)))
+        code, _ = builders.main.run_build(*targets, jobs=max(builders.jobs, len(targets)))
+        if code != 0:
+            for target, lab in targets.items():
+                built = builders.main.build(target)
+                if not built.ok:
+                    notes[lab.name].append(f"the contract could not be read: {target} did not build in the "
+                                           f"pristine tree ({built.message})")
     builder = builders.code
     if len(targets) > 1 and isinstance(builder, CMakeBuilder):
         code, _ = builder.run_build(*targets, jobs=max(builders.jobs, len(targets)))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.build.cmake import CMakeBuilder
+from grader.build.cmake import CMakeBuilder, failed_build
+from grader.model.results import Category
 from grader.build.stages import Builders, build_test_objects
 from grader.build.submission import SubmissionBuilder, cached_variable, dirs_with_test_objects
 from grader.model.labs import discover
@@ -37,13 +38,14 @@ def test_the_submission_build_is_configured_to_link_the_pristine_objects(tmp_pat
 
 
 class _Recording(CMakeBuilder):
-    def __init__(self, root: Path, name: str, calls: list[tuple[str, tuple[str, ...]]]) -> None:
+    def __init__(self, root: Path, name: str, calls: list[tuple[str, tuple[str, ...]]], fails: bool = False) -> None:
         super().__init__(root, name)
         self.calls = calls
+        self.fails = fails
 
     def run_build(self, *targets: str, jobs: int | None = None, **limits) -> tuple[int, str]:
         self.calls.append((self.preset, targets))
-        return 0, ""
+        return (1, "test_add.cu(3): error: identifier \"x\" is undefined") if self.fails else (0, "")
 
 
 def test_the_test_objects_build_in_the_pristine_tree_first(lab_root: Path) -> None:
@@ -60,6 +62,17 @@ def test_the_test_objects_build_in_the_pristine_tree_first(lab_root: Path) -> No
     calls.clear()
     build_test_objects([lab], Builders(main=main, code=main), Progress())  # no submission: one build
     assert [c[0] for c in calls] == ["main"]
+    # The pristine build's test objects did not build: said, not blamed on the student.
+    broken = _Recording(lab_root, "main", calls, fails=True)
+    notes = build_test_objects([lab], Builders(main=broken, code=code), Progress())
+    assert notes[lab.name] and "did not build in the pristine tree" in notes[lab.name][0]
+
+
+def test_a_missing_pristine_object_is_the_graders_problem() -> None:
+    log = ("ninja: error: '/c/build/ci/labs/07-scan/CMakeFiles/lab07_tests.dir/test_scan.cu.o', needed by "
+           "'bin/lab07_student', missing and no known rule to make it\n")
+    built = failed_build("lab07_student", log)
+    assert built.category is Category.HARNESS and built.message.startswith("the grader's own build is incomplete")
 
 
 def _pristine() -> Path | None:
