@@ -29,6 +29,7 @@ CORRECTNESS_FILTER = "-*Perf.*"
 # mutation gate would stop at it.
 HUGE_SUITES = "*HugeCorrectness.*"
 GATE_DECIDED = "not run: a test of an earlier run of this binary failed, which decides the mutation gate"
+LIVE_FAILURES = 3  # failures said as they happen, per binary; the report has them all
 
 
 def run_filters(expected: list[str] | None, perf: bool) -> list[str | None]:
@@ -200,6 +201,14 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
         expected = None if expected is None else [n for n in expected if test_kind(n) != "perf"]
     filters = run_filters(expected, request.perf)
     passes: list[runs.BinaryRun] = []
+    said: list[str] = []
+
+    def failed_now(name: str) -> None:
+        """The first failures as the binary prints them, so a student reads one before the run ends."""
+        said.append(name)
+        if len(said) <= LIVE_FAILURES:
+            progress.fail(f"{shown(name)} failed (details when {binary.target} is done)")
+
     for gtest_filter in filters:
         if request.stop_at_first_failure and correctness_failed([t for p in passes for t in p.tests]):
             wanted = [n for n in expected or [] if runs.filter_matches(n, gtest_filter)]
@@ -219,6 +228,7 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
             max_consecutive_timeouts=request.max_consecutive_timeouts,
             on_rerun=lambda name: progress.step(f"re-running {shown(name)} alone"),
             policy=runner.policy, on_fault=runner.fault_check(shown), small=request.small,
+            on_failure=failed_now,
         ))
     run = runs.merged(passes)
     faults = (Category.CRASH, Category.TIMEOUT, Category.CUDA_ERROR, Category.HARNESS)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -107,6 +108,7 @@ def launch(
     prefix: Callable[[list[process.Channel]], list[str]] | None = None,
     extra_channels: int = 0,
     exec_roots: Sequence[str] = (),
+    on_line: Callable[[str], None] | None = None,
 ) -> Launch:
     """Run binary (after prefix, e.g. compute-sanitizer) in a private directory, its report through a
     pipe: --gtest_output=json:/proc/self/fd/N. prefix(channels) builds the command line in front of the
@@ -131,7 +133,7 @@ def launch(
         confine = policy.confine.for_run(workdir, binary, exec_roots) if policy.confine is not None else None
         proc = process.run(argv, policy.timeout(timeout_s), env=test_env({**(env or {}), **grader_env}, workdir),
                            cwd=workdir, limits=policy.limits, wrapper=wrapper, confine=confine,
-                           channels=[report, *extras])
+                           channels=[report, *extras], on_line=on_line)
         return Launch(proc, report.data, report.overflow, expected, [c.data for c in extras])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -167,11 +169,31 @@ def run_once(
     policy: RunPolicy | None = None,
     small: bool = False,
     extra_args: list[str] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> Attempt:
     """One process of the binary, confined as policy says; its report read and checked."""
     policy = policy or DEFAULT_POLICY
     args = ([f"--gtest_filter={gtest_filter}"] if gtest_filter else []) + list(extra_args or [])
-    return read_launch(launch(binary, args, timeout_s, env, policy, small=small), label, policy.verify)
+    return read_launch(launch(binary, args, timeout_s, env, policy, small=small, on_line=on_line), label,
+                       policy.verify)
+
+
+# GoogleTest's line for a test that failed, as it comes ("[  FAILED  ] ScanCorrectness.Exclusive/4097 (3 ms)").
+_FAILED_LINE = re.compile(r"^\[  FAILED  \] ([A-Za-z_][\w]*\.[\w]+(?:/[\w.]+)?)")
+
+
+def failure_watcher(names: Sequence[str] | None, on_failure: Callable[[str], None]) -> Callable[[str], None]:
+    """A line watcher for run_once: calls on_failure(name) once for each test of names (all when None)
+    that the running binary says failed. Progress only: the verdict is the report's."""
+    known = set(names) if names is not None else None
+    seen: set[str] = set()
+
+    def watch(line: str) -> None:
+        m = _FAILED_LINE.match(line)
+        if m and m.group(1) not in seen and (known is None or m.group(1) in known):
+            seen.add(m.group(1))
+            on_failure(m.group(1))
+    return watch
 
 
 def _process_failure(name: str, attempt: Attempt, binary: str, timeout_s: float) -> TestResult:
@@ -276,6 +298,7 @@ def run_binary(
     on_fault: Callable[[str], str | None] | None = None,
     small: bool = False,
     stop_at_first_failure: bool = False,
+    on_failure: Callable[[str], None] | None = None,
 ) -> BinaryRun:
     """Run a test binary once, then re-run alone each expected test that it did not report.
 
@@ -289,6 +312,7 @@ def run_binary(
     on_fault(what): called after a run that crashed, hung or hit a CUDA error, before the next run;
     it returns None when the next run may go ahead, or why not (the GPU no longer works): then the
     tests still to run are reported not run with that reason.
+    on_failure(name): a test failed, said as the binary prints it, before the run ends (progress only).
     """
     policy = policy or DEFAULT_POLICY
     notes: list[str] = []
@@ -300,8 +324,9 @@ def run_binary(
             tests=[not_run_test(n, label, Category.TIMEOUT, policy.cap_message()) for n in wanted],
             properties={}, notes=notes,
         )
+    watch = failure_watcher(expected, on_failure) if on_failure is not None else None
     first = run_once(binary, timeout_s, gtest_filter, env, label, policy, small,
-                     extra_args=["--gtest_fail_fast"] if stop_at_first_failure else None)
+                     extra_args=["--gtest_fail_fast"] if stop_at_first_failure else None, on_line=watch)
     props = dict(first.parsed.properties) if first.parsed else {}
     reported: dict[str, TestResult] = {t.name: t for t in first.parsed.tests} if first.parsed else {}
 

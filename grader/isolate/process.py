@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -233,20 +233,39 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-class _BoundedReader(threading.Thread):
-    """Drains a pipe, keeping its first HEAD_BYTES and last TAIL_BYTES."""
+LINE_BYTES = 4096  # on_line sees lines up to this long; a longer one is skipped
 
-    def __init__(self, pipe: IO[bytes]) -> None:
+
+class _BoundedReader(threading.Thread):
+    """Drains a pipe, keeping its first HEAD_BYTES and last TAIL_BYTES; on_line, when given, sees each
+    line as it comes (from this thread; what it raises is ignored)."""
+
+    def __init__(self, pipe: IO[bytes], on_line: Callable[[str], None] | None = None) -> None:
         super().__init__(daemon=True)
         self.pipe = pipe
         self.head = bytearray()
         self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.dropped = 0
+        self.on_line = on_line
+        self.partial = bytearray()
+
+    def _lines(self, chunk: bytes) -> None:
+        assert self.on_line is not None
+        *done, rest = (bytes(self.partial) + chunk).split(b"\n")
+        self.partial = bytearray(rest if len(rest) <= LINE_BYTES else b"")
+        for line in done:
+            if len(line) <= LINE_BYTES:
+                try:
+                    self.on_line(line.decode(errors="replace"))
+                except Exception:  # noqa: BLE001 - a watcher's bug must not lose the run's output
+                    pass
 
     def run(self) -> None:
         try:
             while chunk := self.pipe.read1(65536):  # type: ignore[attr-defined]
+                if self.on_line is not None:
+                    self._lines(chunk)
                 room = HEAD_BYTES - len(self.head)
                 if room > 0:
                     self.head += chunk[:room]
@@ -299,13 +318,15 @@ def run(
     wrapper: Sequence[str] = (),
     confine: Confinement | None = None,
     channels: Sequence[Channel] = (),
+    on_line: Callable[[str], None] | None = None,
 ) -> ProcessResult:
     """Run argv in a new session (its own process group); on timeout kill the whole group.
 
     limits: setrlimit() in the child (default: Limits(), no core dumps and bounded files and CPU).
     wrapper: a command line put in front of argv (a sandbox); ProcessResult.argv is argv alone.
     confine: run under grader/isolate/confine.py, which enforces timeout_s itself (the grader only steps in
-    KILL_GRACE_S later). channels: pipes the program may write by path; read while it runs."""
+    KILL_GRACE_S later). channels: pipes the program may write by path; read while it runs. on_line: sees
+    each line of stdout as it comes (progress only: what the program prints proves nothing)."""
     args = [str(a) for a in argv]
     limits = Limits() if limits is None else limits
     start = time.monotonic()
@@ -342,7 +363,7 @@ def run(
         status.read_fd, status.write_fd = status_r, status_w
         status.start()
     assert proc.stdout is not None and proc.stderr is not None
-    readers = [_BoundedReader(proc.stdout), _BoundedReader(proc.stderr)]
+    readers = [_BoundedReader(proc.stdout, on_line), _BoundedReader(proc.stderr)]
     for r in readers:
         r.start()
     timed_out = False

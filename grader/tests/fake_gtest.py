@@ -70,6 +70,8 @@ def main() -> int:
             continue
         suite, name = t["name"].split(".", 1)
         print(f"[ RUN      ] {t['name']}", flush=True)
+        if t.get("prints"):  # what the test's code writes to stdout
+            print(t["prints"], flush=True)
         entry = {"name": name, "status": "RUN", "result": "COMPLETED", "time": "0.01s", "classname": suite}
         entry.update(t.get("properties", {}))
         do = t.get("do", "pass")
@@ -106,6 +108,8 @@ def main() -> int:
         elif do == "spam":
             for _ in range(20000):
                 sys.stdout.write("x" * 99 + "\n")
+        if "failures" in entry:  # as GoogleTest says it, while the run goes on
+            print(f"[  FAILED  ] {t['name']} (10 ms)", flush=True)
         failed = failed or "failures" in entry
         suites.setdefault(suite, []).append(entry)
     if out and out.startswith("json:"):

@@ -209,3 +209,21 @@ def test_stop_at_first_failure_runs_nothing_more(tmp_path: Path) -> None:
     clean = make_binary(tmp_path / "clean", spec([{"name": "S.A", "do": "pass"}, {"name": "S.B", "do": "pass"}]))
     run = runs.run_binary(clean, runs.list_tests(clean), TIMEOUT, stop_at_first_failure=True)
     assert [t.status for t in run.tests] == [Status.PASSED, Status.PASSED]
+
+
+def test_stdout_lines_reach_a_watcher_as_they_come(tmp_path) -> None:
+    """process.run's on_line: each line of stdout while the program runs (issue 28's live failures); a line
+    longer than LINE_BYTES is skipped, and the output is kept as before."""
+    import sys as _sys
+
+    from grader.isolate import process as _process
+
+    seen: list[tuple[str, float]] = []
+    script = ("import sys, time\nprint('first', flush=True)\ntime.sleep(0.5)\n"
+              f"print('x' * {_process.LINE_BYTES + 10})\nprint('last')\n")
+    start = __import__("time").monotonic()
+    res = _process.run([_sys.executable, "-c", script], 30,
+                       on_line=lambda ln: seen.append((ln, __import__("time").monotonic() - start)))
+    assert [ln for ln, _ in seen] == ["first", "last"]
+    assert seen[0][1] < res.duration_s - 0.3  # said while the program still ran
+    assert "first" in res.stdout and "last" in res.stdout

@@ -268,6 +268,24 @@ def test_perf_tests_run_in_a_process_of_their_own(lab_root: Path, builder: FakeB
     assert log.read_text().splitlines() == ["-*Perf.*"]
 
 
+def test_a_failing_test_is_said_while_its_binary_still_runs(lab_root: Path, builder: FakeBuilder) -> None:
+    """Issue 28: the first failure reaches the console as GoogleTest prints it, before the binary's summary
+    line (a lab's correctness run can take a minute); a name the binary was not built with is not said."""
+    tests = add_tests(fail_small=True)
+    assert tests[0]["name"] == "AddCorrectness.Small/1"
+    tests[0] = {"name": "AddCorrectness.Small/1", "do": "fail", "prints": "[  FAILED  ] Made.Up/1 (1 ms)"}
+    builder.specs["lab01_student"] = spec(tests)
+    stream = io.StringIO()
+    run_labs(lab_root, discover(lab_root), builder, GPU, RunOptions(), Progress(stream=stream))
+    lines = stream.getvalue().splitlines()
+    said = [i for i, ln in enumerate(lines) if "failed (details when lab01_student is done)" in ln]
+    summary = next(i for i, ln in enumerate(lines) if "lab01_student: " in ln and " passed, " in ln)
+    assert [lines[i].strip() for i in said] == [
+        "!! AddCorrectness.Small/1 failed (details when lab01_student is done)",
+        "!! AddCorrectness.Small/257 failed (details when lab01_student is done)"]
+    assert said[-1] < summary and "Made.Up" not in stream.getvalue()
+
+
 def _with_huge(fail_small: bool) -> list[dict]:
     """The fake lab's tests with a plain TEST over 2^32 elements listed first, where GoogleTest runs it."""
     huge = {"name": "AddHugeCorrectness.FourBillion", "do": "fail", "message": "1712 item(s) wrong, the first at index 4294967296"}
@@ -309,3 +327,20 @@ def test_each_binarys_peak_host_memory_is_recorded(lab_root: Path, builder: Fake
         pytest.skip("runs are not confined here, so nothing counts their memory")
     assert set(lab.host_memory_mib) == {"run lab01_student"}
     assert 1 < lab.host_memory_mib["run lab01_student"] < 4096  # a Python stand-in: tens of MiB
+
+
+def test_the_failure_watcher_reads_googletests_lines() -> None:
+    from grader.execute.runs import failure_watcher
+
+    said: list[str] = []
+    watch = failure_watcher(["ScanCorrectness.Exclusive/4097", "Sort.Small"], said.append)
+    for line in ["[ RUN      ] ScanCorrectness.Exclusive/4097",
+                 "[  FAILED  ] ScanCorrectness.Exclusive/4097, where GetParam() = 4097 (3 ms)",
+                 "[  FAILED  ] 2 tests, listed below:",
+                 "[  FAILED  ] ScanCorrectness.Exclusive/4097, where GetParam() = 4097",  # the summary repeats it
+                 "[  FAILED  ] Sort.Small (0 ms)", "[  FAILED  ] Not.Listed (0 ms)", "  [  FAILED  ] Sort.Other"]:
+        watch(line)
+    assert said == ["ScanCorrectness.Exclusive/4097", "Sort.Small"]
+    anything: list[str] = []
+    failure_watcher(None, anything.append)("[  FAILED  ] Any.Test/3 (1 ms)")
+    assert anything == ["Any.Test/3"]
