@@ -21,7 +21,7 @@ from grader.model.profile import KernelProfile, LabProfile
 from grader.model.results import Status, TestResult
 from grader.profile import advice, metrics, ncu
 
-MAX_TESTS = 4  # perf tests profiled per lab: each costs three short replayed runs
+MAX_TESTS = 6  # perf tests profiled per lab: each costs three short replayed runs
 # The library variants' kernels, by the name the perf tests give the baseline (bench.cuh's suite.baseline).
 LIBRARY_KERNELS = {
     "cublas": r"gemm|xmma|cutlass",
@@ -37,10 +37,25 @@ RETRY_LAUNCHES = 4  # launches profiled when the first that matched was a librar
 
 
 def _chosen(lab: Lab, tests: list[TestResult]) -> list[TestResult]:
-    """The perf tests worth a profile: those with points that ran and timed the student's code."""
+    """The perf tests worth a profile: those that ran and timed the student's code, one per task (its
+    first size), the scored ones first, then the steps without points (lab 06's interleaved reduction
+    beside the single-pass one shows the chapter's lesson), at most MAX_TESTS."""
     timed = [t for t in tests if t.kind == "perf" and t.status is Status.PASSED and t.perf is not None
-             and t.perf.impl is not None and (goal := lab.perf_goal(t.name)) is not None and goal.points > 0]
-    return timed[:MAX_TESTS]
+             and t.perf.impl is not None]
+
+    def points(t: TestResult) -> float:
+        goal = lab.perf_goal(t.name)
+        return goal.points if goal is not None else 0.0
+    out: list[TestResult] = []
+    seen: set[str] = set()
+    for t in sorted(timed, key=lambda t: points(t) <= 0):  # stable: test order within each
+        goal = lab.perf_goal(t.name)
+        task = (goal.task if goal is not None and goal.task else None) or getattr(lab.task_for_test(t.name), "id", None)
+        key = task or t.name.rpartition("/")[0] or t.name
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out[:MAX_TESTS]
 
 
 def _own(rows: list[dict[str, str]]) -> list[dict[str, str]]:

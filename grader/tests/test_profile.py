@@ -306,3 +306,24 @@ def test_profile_summary_fails_when_a_test_has_no_kernel_of_the_lab_file(tmp_pat
     assert ok and "ERR_NVGPUCTRPERM" in "\n".join(lines)
     assert not summary.summarize(_profiled(tmp_path / "none", None))[1]
     assert not summary.summarize(tmp_path / "empty")[1]
+
+
+def test_the_profiled_tests_are_one_per_task_scored_first() -> None:
+    """Lab 06: the single-pass reduction (scored) and the interleaved one (no points) side by side is the
+    chapter's lesson (DRAM throughput), so steps without points are profiled too, after the scored ones."""
+    from grader.execute.gtest import perf_from_properties
+    from grader.model.results import Status, TestResult
+    from grader.profile.stage import _chosen
+    from grader.tests.conftest import perf_properties
+
+    lab = next(lab for lab in discover(REPO) if lab.name == "06-reduce")
+    perf = perf_from_properties(perf_properties(1.0))
+    names = [f"ReducePerf.{step}/{n}" for step in ("Interleaved", "Sequential", "FirstAdd", "Shuffle", "SinglePass")
+             for n in (16777216, 268435456)]
+    tests = [TestResult(n, Status.PASSED, kind="perf", perf=perf) for n in names]
+    chosen = [t.name for t in _chosen(lab, tests)]
+    assert chosen[:3] == ["ReducePerf.FirstAdd/268435456", "ReducePerf.Shuffle/268435456",
+                          "ReducePerf.SinglePass/16777216"]
+    assert set(chosen[3:]) == {"ReducePerf.Interleaved/16777216", "ReducePerf.Sequential/16777216"}
+    failed = [TestResult(n, Status.FAILED, kind="perf", perf=perf) for n in names]
+    assert _chosen(lab, failed) == []
