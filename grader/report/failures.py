@@ -42,8 +42,29 @@ class FailureGroup:
         elif self.test.category is Category.SANITIZER and len(lines) > 1:  # the first finding, not the count
             text = first_line(lines[1], 160)
         else:
-            text = first_line(clean_text(self.test.message), 100)
+            text = first_line(said_by_the_test(clean_text(self.test.message)), 100)
         return labelled(category_label(self.test.category) or "failed", text)
+
+
+# GoogleTest's own lines of a failed assertion ("Expected equality of these values:", "  errors[0]",
+# "    Which is: 1712", "Value of: ...", "  Actual: false", "Expected: true"), before what the test says.
+_GTEST_LINE = re.compile(r"^(?:\s|Expected equality of these values:|Value of:|Expected:|Actual:|Which is:|"
+                         r"The difference between|Expected: \(|  Actual:)")
+
+
+def said_by_the_test(message: str) -> str:
+    """The message from the test's own words on ("inclusive scan of n = 4294979641 ...: 1712 item(s)
+    wrong"), GoogleTest's expression and values before it left out; the whole message when it has
+    nothing else."""
+    lines = message.splitlines()
+    if not lines or not _GTEST_LINE.match(lines[0]):
+        return message
+    rest = [ln for ln in lines[1:] if ln.strip() and not _GTEST_LINE.match(ln) and not ln.startswith("(at ")]
+    if rest:
+        return "\n".join(rest)
+    # "  Actual: false (out-of-bounds write: ...)": the check's own explanation, in GoogleTest's parentheses.
+    said = next((m.group(1) for ln in lines if (m := re.match(r"\s*Actual: false \((.+)\)\s*$", ln))), None)
+    return said or message
 
 
 def _mode(t: TestResult) -> tuple[str, str]:

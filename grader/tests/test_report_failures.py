@@ -188,3 +188,21 @@ def test_a_failing_tasks_checkpoints_show_in_the_console_and_the_html(tmp_path) 
     assert "any-n steps: ✓ one tile · ✗ two levels (0/3) · ✗ past 2^32 (0/1)" in out.getvalue()
     html = render_html(results)
     assert '<li class="pass">✓ one tile' in html and '<li class="fail">✗ two levels' in html
+
+
+def test_a_failures_line_is_the_tests_words_not_googletests_expression() -> None:
+    """ScanHugeCorrectness.Propagate on an H200 read 'wrong answer: Expected equality of these values:'."""
+    lab = LabResult(number=7, name="07-scan", title="Scan", max_score=100)
+    huge = ("Expected equality of these values:\n  errors[0]\n    Which is: 1034499\n  0u\n    Which is: 0\n"
+            "inclusive scan of n = 4294979641 (more than 2^32 items): 1034499 item(s) wrong, the first at index 4096\n"
+            "(at test_scan.cu:369)")
+    guard = ('Value of: d_c.guards_intact("C")\n  Actual: false (out-of-bounds write: a kernel changed memory outside '
+             'C (1 element(s) of 4 bytes): 9 byte(s) past its end)\nExpected: true\n(at test_matmul.cu:269)')
+    lab.tests += [TResult("ScanHugeCorrectness.Propagate", Status.FAILED, task="any-n",
+                          category=Category.WRONG_ANSWER, message=huge),
+                  TResult("MatmulCorrectness.Fast/m1_n1_k1", Status.FAILED, task="fast",
+                          category=Category.WRONG_ANSWER, message=guard)]
+    whats = [g.what for g in group_failures(lab)]
+    assert whats[0].startswith("wrong answer: inclusive scan of n = 4294979641 (more than 2^32 items)")
+    assert whats[1].startswith("wrong answer: out-of-bounds write: a kernel changed memory outside C")
+    assert not any("Expected equality" in w or "Value of" in w for w in whats)
