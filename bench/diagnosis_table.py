@@ -45,6 +45,8 @@ class LabRow:
     right: int = 0  # ... and whose first hint names that cause
     misses: list[str] = field(default_factory=list)  # "mutant: planted cause -> what the first hint names"
     cut_short: int = 0  # caught bugs graded only to their first failure (a gate without --diagnose)
+    bugs: int = 0  # the lab's bug mutants; those without results were not graded (a gate cut short)
+    graded: int = 0  # ... of which have a results.json
 
     @property
     def share(self) -> float | None:
@@ -96,13 +98,15 @@ def table(out: Path, root: Path = ROOT, fresh_hints: bool = False) -> dict[str, 
         lab_texts = {h.text for h in hints.parse_hints(own.read_text())} if own.is_file() else set()
         known = list(hints.hints_for_lab(lab.path))
         try:
-            planted = {m.student: m.cause for m in load_mutants(lab)}
+            mutants = load_mutants(lab)
         except MutantError:
-            planted = {}
-        row = LabRow()
+            mutants = []
+        planted = {m.student: m.cause for m in mutants}
+        row = LabRow(bugs=sum(m.kind == "bug" for m in mutants))
         for path in sorted((lab_out / "graded").glob("*/results.json")):
             if not path.parent.name.startswith("bug-"):  # the reference and the correct alternatives
                 continue
+            row.graded += 1
             try:
                 result = next(iter(Results.load(path).labs), None)
             except ResultsError:
@@ -159,6 +163,10 @@ def render(rows: dict[str, LabRow], misses: bool = True) -> str:
     if cut:
         lines.append(f"{cut} of {n} caught bugs were graded only up to their first failure (a gate run without "
                      "--diagnose): their first entry is not what a student's full report shows first")
+    partial = [f"{lab} {row.graded} of {row.bugs}" for lab, row in rows.items() if row.graded < row.bugs]
+    if partial:
+        lines.append("bug mutants with results (the others were not graded, so they are not in the table): "
+                     + ", ".join(partial))
     if misses:
         for lab, row in rows.items():
             for miss in row.misses:

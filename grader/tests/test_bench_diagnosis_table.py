@@ -73,6 +73,9 @@ def test_each_caught_bug_is_counted_by_its_first_failure(tmp_path: Path) -> None
     assert "01-add" in text and "4 of 5 caught bugs (80 %) are explained by more than the category's default" in text
     assert "3/5  60 %" in text and "not met in 01-add" in text
     assert Results.load(out / "01-add" / "graded" / "bug-tail" / "results.json").labs[0].tests[0].hint
+    assert (row.graded, row.bugs) == (6, 6) and "not graded" not in text
+    (mutants / "ungraded.patch").write_text("# kind: bug\n# task: small\n# what: x\n# cause: guard\n--- a\n+++ b\n")
+    assert "01-add 6 of 7" in diagnosis_table.render(diagnosis_table.table(out, tree))
     # --rehint: the recorded failures explained by the hints the tree has now (a hint for the default's case).
     own = tree / "labs" / "01-add" / "hints.toml"
     own.write_text(own.read_text() + '\n[[hint]]\ncategory = "wrong_answer"\ntest = "AddCorrectness.Small/2"\n'
