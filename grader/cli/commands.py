@@ -32,7 +32,8 @@ def make_submission_builder(root: Path, preset: str, jobs: int | None, staging: 
     the test objects of build/<preset>."""
     from grader.build.submission import SubmissionBuilder
 
-    return SubmissionBuilder(root, preset, jobs, submission_dir=staging, reuse_from=CMakeBuilder(root, preset).build_dir)
+    return SubmissionBuilder(root, preset, jobs, submission_dir=staging,
+                             reuse_from=CMakeBuilder(root, preset).build_dir)
 
 
 def use_color(stream: TextIO) -> bool:

@@ -50,8 +50,9 @@ def _chosen(lab: Lab, tests: list[TestResult]) -> list[TestResult]:
     seen: set[str] = set()
     for t in sorted(timed, key=lambda t: points(t) <= 0):  # stable: test order within each
         goal = lab.perf_goal(t.name)
-        task = (goal.task if goal is not None and goal.task else None) or getattr(lab.task_for_test(t.name), "id", None)
-        key = task or t.name.rpartition("/")[0] or t.name
+        owner = lab.task_for_test(t.name)
+        key = (goal.task if goal is not None and goal.task else None) or (owner.id if owner else None) \
+            or t.name.rpartition("/")[0] or t.name
         if key not in seen:
             seen.add(key)
             out.append(t)
@@ -86,7 +87,7 @@ def _one(ncu_path: str, binary: Path, test: str, regex: str, runner: Runner, tim
 def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, reference: Path | None, runner: Runner,
                 *, gpu_available: bool, timeout_s: float | None = None, find: Callable[[], str | None] = find_ncu,
                 own: Mapping[str, Sequence[str] | None] | None = None) -> LabProfile:
-    """Profile the lab's scored perf tests in the student's binary (and the reference's); see the module.
+    """Profile the lab's perf tests (_chosen) in the student's binary (and the reference's); see the module.
     own: per role ("yours", "reference"), the kernels that binary's lab code defines (mangled, from its
     PTX, ptx_kernels): only those are profiled as that role's, so a test that launches a library's
     kernel first (cuBLAS for lab 05's expected matrix) cannot stand in. Unknown (a compiled reference):
@@ -134,7 +135,8 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
                     names = sorted({advice.short_name(r.get("Kernel Name", "")) for r in seen})
                     why = (f"the first {RETRY_LAUNCHES} launches that matched were library kernels "
                            f"({', '.join(names)})" if seen else
-                           ncu.problem(text + "\n" + printed) or "no profile came back when more launches were asked for")
+                           ncu.problem(text + "\n" + printed)
+                           or "no profile came back when more launches were asked for")
                     out.message += f"{test.name} ({role}): {why}. "
                     continue
             elif known is None and role != "library":
