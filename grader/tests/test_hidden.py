@@ -395,3 +395,18 @@ def test_the_gate_runs_no_hidden_binary_once_a_test_failed(tmp_path: Path) -> No
     assert not marker.exists()
     full = run().labs[0]
     assert [t.status for t in full.tests if t.binary == "hidden"] == [Status.PASSED] * 3
+
+
+def test_live_failures_never_name_concealed_hidden_tests(tmp_path: Path) -> None:
+    """A failing hidden test is said while its binary runs (issue 28), as 'a hidden test of ...' when concealed."""
+    write_lab(tmp_path, toml=HIDDEN_TOML.format(visibility="hidden"))
+    (tmp_path / "solutions" / "01-add" / "test_hidden_add.cu").write_text("// hidden tests\n")
+    builder = FakeBuilder(tmp_path / "build" / "bin", {
+        "lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests()),
+        "lab01_hidden_student": spec(hidden_tests(fail=True)), "lab01_hidden_solution": spec(hidden_tests(fail=False)),
+    })
+    progress = io.StringIO()
+    run_labs(tmp_path, discover(tmp_path), builder, GPU, RunOptions(), Progress(stream=progress))
+    text = progress.getvalue()
+    assert "a hidden test of lab01_hidden_student failed (details when lab01_hidden_student is done)" in text
+    assert SECRET not in text, text
