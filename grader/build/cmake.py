@@ -58,6 +58,14 @@ def first_error(log: str) -> str:
     return ""
 
 
+def cached_variable(build_dir: Path, name: str) -> str | None:
+    """A variable of build_dir's CMakeCache.txt: None when the build is not configured, "" when unset."""
+    try:
+        cache = (Path(build_dir) / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(rf"^{re.escape(name)}:[A-Z]+=(.*)$", cache, re.MULTILINE)
+    return m.group(1) if m else ""
 
 
 class Builder(Protocol):
@@ -103,12 +111,8 @@ class CMakeBuilder:
 
     def cached_labs(self) -> list[str] | None:
         """CUDALAB_LABS of the configured build: None when not configured, [] when every lab is in it."""
-        try:
-            cache = (self.build_dir / "CMakeCache.txt").read_text(errors="replace")
-        except OSError:
-            return None
-        m = re.search(r"^CUDALAB_LABS:[A-Z]+=(.*)$", cache, re.M)
-        return [x for x in m.group(1).split(";") if x] if m else []
+        labs = cached_variable(self.build_dir, "CUDALAB_LABS")
+        return None if labs is None else [x for x in labs.split(";") if x]
 
     def configure_command(self, ninja: bool, labs: list[str] | None = None) -> list[str]:
         cmd = ["cmake", "--preset", self.preset]

@@ -7,11 +7,10 @@ first grade compiles one lab file, not the 20-70 s test translation unit as well
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.build.cmake import CMakeBuilder
+from grader.build.cmake import CMakeBuilder, cached_variable
 from grader.model.results import BuildResult
 
 
@@ -62,16 +61,6 @@ class SubmissionBuilder(CMakeBuilder):
         for prefix in {str(self.submission_dir.resolve()), str(self.submission_dir)}:
             text = text.replace(prefix.rstrip(os.sep) + os.sep, "")
         return text
-
-
-def cached_variable(build_dir: Path, name: str) -> str | None:
-    """A variable of build_dir's CMakeCache.txt: None when the build is not configured, "" when unset."""
-    try:
-        cache = (Path(build_dir) / "CMakeCache.txt").read_text(errors="replace")
-    except OSError:
-        return None
-    m = re.search(rf"^{re.escape(name)}:[A-Z]+=(.*)$", cache, re.MULTILINE)
-    return m.group(1) if m else ""
 
 
 def dirs_with_test_objects(build_dir: Path) -> list[Path]:

@@ -26,6 +26,18 @@ NO_GPU_ROOT = {"gpu_name": "none", "gpu_unavailable_reason": "no NVIDIA driver i
 NO_GPU_REASON = "no CUDA device (no NVIDIA driver is installed on this machine)"
 
 
+def ci_script(name: str) -> Any:
+    """One of ci/'s Python scripts (ci/gpu_summary.py: "gpu_summary"), loaded as a module."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "ci" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def perf_properties(impl_ms: float, baseline_ms: float = 1.0) -> dict[str, str]:
     return {
         "perf_metric": "GB/s", "perf_work": "1.2e+07", "perf_variants": "impl,lib", "perf_baseline": "lib",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -12,19 +11,12 @@ from pathlib import Path
 import pytest
 
 from grader.model import results as r
+from grader.tests.conftest import ci_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _summary_module():
-    spec = importlib.util.spec_from_file_location("gpu_summary", REPO / "ci" / "gpu_summary.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gpu_summary = _summary_module()
+gpu_summary = ci_script("gpu_summary")
 
 
 def reference_results(earned: float = 60.0, note: str = "") -> r.Results:

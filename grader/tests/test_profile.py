@@ -25,7 +25,7 @@ from grader.report import render_html
 from grader.report.profile_text import profile_lines
 from grader.report.profile_view import profile_view
 from grader.report.sample import sample_results
-from grader.tests.conftest import LAB_TOML, add_tests, make_binary, spec, write_lab
+from grader.tests.conftest import LAB_TOML, add_tests, ci_script, make_binary, spec, write_lab
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ncu"
 REPO = Path(__file__).resolve().parents[2]
@@ -270,16 +270,6 @@ def test_the_report_shows_tables_roofline_and_advice() -> None:
 # --- ci/profile_summary.py: gpu-check's profile stage read back ------------------------------------------
 
 
-def _profile_summary():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("profile_summary", REPO / "ci" / "profile_summary.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _profiled(tmp_path: Path, profile: LabProfile | None) -> Path:
     from grader.model.results import LabResult
     from grader.report.sample import sample_results
@@ -292,7 +282,7 @@ def _profiled(tmp_path: Path, profile: LabProfile | None) -> Path:
 
 def test_profile_summary_fails_when_a_test_has_no_kernel_of_the_lab_file(tmp_path: Path) -> None:
     """The H200 run of grade 05 --solution --profile (0.5.0's stage): MatmulPerf.Fast had only cuBLAS."""
-    summary = _profile_summary()
+    summary = ci_script("profile_summary")
     recorded = LabProfile.from_dict(json.loads((FIXTURES / "profile-05-h200.json").read_text()))
     lines, ok = summary.summarize(_profiled(tmp_path, recorded))
     text = "\n".join(lines)

@@ -12,7 +12,8 @@ import pytest
 from grader.build.cmake import CMakeBuilder, failed_build
 from grader.model.results import Category
 from grader.build.stages import Builders, build_test_objects
-from grader.build.submission import SubmissionBuilder, cached_variable, dirs_with_test_objects
+from grader.build.cmake import cached_variable
+from grader.build.submission import SubmissionBuilder, dirs_with_test_objects
 from grader.model.labs import discover
 from grader.model.progress import Progress
 
