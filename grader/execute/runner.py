@@ -54,6 +54,16 @@ class Runner:
     env: Mapping[str, str] = field(default_factory=dict)
     health: HealthMonitor | None = None
     notes: list[str] = field(default_factory=list)  # for the report's run notes, in order
+    memory_fixed: bool = False  # the grade set one host-memory limit for every lab (--max-host-memory)
+
+    def for_lab(self, memory_mib: float | None) -> Runner:
+        """This runner with a lab's own host-memory limit (lab.toml's max_host_memory_mib) on its runs; the
+        same runner where the lab sets none, the grade fixed one for all, or runs are not confined. The
+        copy shares the notes, the health monitor and the deadline."""
+        confine = self.policy.confine
+        if memory_mib is None or self.memory_fixed or confine is None or confine.memory_mib == memory_mib:
+            return self
+        return replace(self, policy=replace(self.policy, confine=replace(confine, memory_mib=memory_mib)))
 
     def stopped(self) -> Block | None:
         """Why nothing more may run: the global time limit passed, or the GPU stopped working."""
@@ -80,8 +90,10 @@ class Runner:
         confine = self.policy.confine
         if not proc_status or confine is None or any(n.startswith("confinement:") for n in self.notes):
             return
+        limit = (f"{confine.memory_mib:g} MiB" if self.memory_fixed
+                 else f"each lab's max_host_memory_mib (else {runs.DEFAULT_HOST_MEMORY_MIB:g} MiB)")
         self.notes.append(f"confinement: {proc_status.get('isolation', '?')}, Landlock "
-                          f"{proc_status.get('landlock', '?')}, host memory limit {confine.memory_mib:g} MiB")
+                          f"{proc_status.get('landlock', '?')}, host memory limit {limit}")
 
     def finish(self) -> list[str]:
         """The notes for the report, the health monitor's last."""
@@ -95,8 +107,8 @@ def open_runner(settings: RunSettings, *, timeouts: list[float], memory_mib: flo
                 run_dir: Path | None, health: HealthMonitor | None, gpu_available: bool, real: bool,
                 progress: Progress) -> Runner:
     """The Runner of one grade. timeouts: each lab's run timeout (the global cap follows from them);
-    memory_mib: the labs' own host-memory limit; roots: what a confined run may execute (the build trees);
-    run_dir: where each run gets its folder (None: under /tmp); real: a CMake build (not the tests' fakes)."""
+    memory_mib: the limit where a lab sets none (Runner.for_lab gives a lab its own); roots: what a confined
+    run may execute (the build trees); run_dir: where each run gets its folder (None: under /tmp); real: a CMake build (not the tests' fakes)."""
     cap = settings.max_seconds if settings.max_seconds is not None else default_cap_s(timeouts)
     sandbox = probe_sandbox(settings.sandbox)
     limits = settings.limits or process.Limits(nproc=process.nproc_margin())
@@ -115,7 +127,8 @@ def open_runner(settings: RunSettings, *, timeouts: list[float], memory_mib: flo
         notes.append("confinement: off (runs were not supervised: no PID namespace, Landlock or memory limit)")
     if cap and cap > 0:
         notes.append(f"global time limit of this grade: {cap:g} s")
-    return Runner(policy, progress, dict(settings.env), health, notes)
+    return Runner(policy, progress, dict(settings.env), health, notes,
+                  memory_fixed=settings.host_memory_mib is not None)
 
 
 def _confinement(settings: RunSettings, lab_memory: float | None, roots: list[Path],

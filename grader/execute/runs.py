@@ -204,8 +204,10 @@ def _process_failure(name: str, attempt: Attempt, binary: str, timeout_s: float)
     if proc.out_of_memory:
         tr.category = Category.CRASH
         mib = (proc.confinement or {}).get("peak_rss_mib", 0)
-        tr.message = (f"the test was stopped: its processes held more host memory ({mib:g} MiB) than a run may "
-                      "use (a leak, or an allocation sized wrong?)")
+        limit = (proc.confinement or {}).get("memory_mib")
+        allowed = f"the {limit:g} MiB this lab allows a run" if limit else "a run may use"
+        tr.message = (f"the test was stopped: its processes held more host memory ({mib:g} MiB) than {allowed} "
+                      "(a leak, or an allocation sized wrong?)")
     elif proc.timed_out:
         tr.category = Category.TIMEOUT
         tr.message = f"the test did not finish within {timeout_s:g} s and was stopped"

@@ -68,7 +68,7 @@ def open_grade(root: Path, labs: list[Lab], builders: Builders, gpu: GpuProbe, o
     build_dir = getattr(builders.main, "build_dir", None)
     runner = open_runner(
         options.settings(), timeouts=[options.timeout_s or lab.timeout_s for lab in labs],
-        memory_mib=max((lab.host_memory_mib for lab in labs if lab.host_memory_mib), default=None), roots=roots,
+        memory_mib=None, roots=roots,  # each lab's own limit: Runner.for_lab
         run_dir=Path(build_dir) / "runs" if build_dir is not None else None, health=health,
         gpu_available=gpu.available, real=real, progress=progress)
     return Grade(info, runner, builders, gpu)
@@ -98,7 +98,8 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
         result.messages.append(stop.message)
         result.tests += stop.tests(known_tests(grade.builders, lab))
         return scoring.score(lab, result, techniques=None, gpu=grade.info.gpu, label=label, progress=progress)
-    ran = run_lab(lab, prepared.binaries, grade.runner, options.request(lab), result.tests)
+    runner = grade.runner.for_lab(lab.host_memory_mib)  # the lab's host-memory limit on its runs
+    ran = run_lab(lab, prepared.binaries, runner, options.request(lab), result.tests)
     result.seconds.update(ran.seconds)
     result.host_memory_mib.update(ran.host_memory_mib)
     _take_gpu_facts(grade, ran.gpu_properties)
@@ -118,7 +119,7 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
                                           "mutation gate", label=ran.graded.label)
     else:
         result.tests += sanitizer.sanitize(
-            lab, ran.graded, grade.runner, tools=tools, timeout_s=sanitizer.timeout_for(lab, options.timeout_s),
+            lab, ran.graded, runner, tools=tools, timeout_s=sanitizer.timeout_for(lab, options.timeout_s),
             gpu_available=grade.gpu.available, tests=result.tests, stop_at_first_failure=options.stop_at_first_failure)
     result.seconds.update({t.name: round(t.duration_s, 3) for t in result.tests
                            if t.name.startswith(f"{sanitizer.SUITE}.") and t.duration_s})

@@ -315,7 +315,7 @@ def _supervise(argv: list[str], workdir: str, timeout_s: float, memory_mib: floa
         applied = "unknown"
     os.close(info_r)
     status = {"isolation": isolation, "landlock": applied, "killed": stop["why"], "peak_rss_mib": round(peak, 1),
-              "status": program_status}
+              "memory_mib": memory_mib, "status": program_status}
     try:
         os.write(status_fd, (json.dumps(status) + "\n").encode())
         os.close(status_fd)

@@ -105,6 +105,10 @@ def main() -> int:
             sys.exit(0)
         elif do == "exit3":
             sys.exit(3)
+        elif do == "hog":  # holds t["mib"] MiB of touched host memory for a while
+            hoard = [bytearray(1 << 20) for _ in range(int(t.get("mib", 300)))]
+            time.sleep(3)
+            del hoard
         elif do == "spam":
             for _ in range(20000):
                 sys.stdout.write("x" * 99 + "\n")
