@@ -1083,6 +1083,9 @@ void time_pipeline(PerfHostBuffers& host, int iters, const std::string& label) {
   h_out.fill_nan();
   cudalab::poison(d_in);
   cudalab::poison(d_out);
+  // The memsets run on stream 0, which the pipeline's non-blocking streams ignore: one still queued behind
+  // another process's work on a shared GPU overwrote the pipeline's output (a correct one "incorrect").
+  CUDA_CHECK(cudaDeviceSynchronize());
   run_pipelined(h_in.data(), h_out.data(), d_in.data(), d_out.data(), n, iters, kPerfChunks, streams.get());
   if (!output_ok()) CUDALAB_SKIP("run_pipelined is incorrect at this size: not timed");
   h_out.fill_nan();
