@@ -45,7 +45,7 @@ class Hint:
             return False
         if self.match is not None and not self.match.search(message):
             return False
-        return self.signature is None or self.signature in signatures
+        return self.signature is None or all(part in signatures for part in self.signature.split("+"))
 
 
 class HintsError(ValueError):
@@ -66,7 +66,7 @@ def parse_hints(text: str, source: str = "hints.toml") -> list[Hint]:
                     category=category,
                     text=str(entry["text"]),
                     match=re.compile(entry["match"]) if "match" in entry else None,
-                    signature=entry.get("signature"),
+                    signature=_signature(entry.get("signature")),
                     test=entry.get("test"),
                     task=entry.get("task"),
                     causes=_causes(entry.get("causes", [])),
@@ -75,6 +75,15 @@ def parse_hints(text: str, source: str = "hints.toml") -> list[Hint]:
         except (KeyError, ValueError, re.error) as err:
             raise HintsError(f"{source}: hint #{i}: {err}") from None
     return hints
+
+
+def _signature(value: object) -> str | None:
+    """One signature, or a list of them that must all hold (kept as "a+b")."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) and "+" not in v for v in value):
+        return "+".join(value)
+    raise ValueError("signature must be a string or a list of strings")
 
 
 def _causes(value: object) -> tuple[str, ...]:
@@ -178,6 +187,8 @@ def annotate(lab: LabResult, hints: tuple[Hint, ...] | None = None, geometry: Ma
             # Alone: the only test of its task that fails (at whatever sizes). A check that only a huge
             # input can make (2^32 items) points at 32-bit indices only when nothing smaller fails.
             extra.add("task:alone" if failing_families.get(test.task) == {_family(test.name)} else "task:with-others")
+        if mismatch.size_of(test.name) == 1:
+            extra.add("input:one")  # the test's input is one element: no neighbour, warp or tile to blame
         advice = hint_for(test.category, test.message, hints, geometry, extra, test.name, test.task)
         said: list[str] = []
         if test.category is Category.WRONG_ANSWER:

@@ -172,6 +172,13 @@ def _positions(m: Mismatch, geometry: Mapping[str, int]) -> list[Pattern]:
     return out
 
 
+# One result of many inputs (a sum, a count): below it by at most this share of itself is "inputs lost",
+# above it by at most this factor "inputs counted twice"; further off, junk got in (a float of 4e-44
+# for 15.2 is a value whose bytes were never all written).
+FEW_LOST = 1e-3
+MANY_TWICE = 4.0
+
+
 def _values(m: Mismatch) -> list[Pattern]:
     samples = [s for s in m.samples]
     if not samples:
@@ -203,7 +210,24 @@ def _values(m: Mismatch) -> list[Pattern]:
     offsets = {g - w for g, w in zip(got, want)}  # type: ignore[operator]
     if len(samples) >= 2 and len(offsets) == 1 and (off := offsets.pop()) != 0:
         return [Pattern("constant-offset", f"each wrong element is off by {off:+g}")]
+    if m.total == 1 and len(samples) == 1:  # one result (a sum, a count): which way it is off says a lot
+        g, w = got[0], want[0]
+        assert g is not None and w is not None
+        if not math.isfinite(g - w) or w <= 0:  # sums of signed values: no side means anything
+            return []
+        was = f"({samples[0].actual} instead of {samples[0].expected})"
+        ratio = g / w
+        if 0 <= ratio < 1 and (ratio >= FEW_LOST or g == int(g)):  # part of the inputs are missing
+            return [Pattern("result-low", f"the result is {_amount(w - g)} below what it should be {was}")]
+        if 1 < ratio <= MANY_TWICE:  # part of the inputs counted again
+            return [Pattern("result-high", f"the result is {_amount(g - w)} above what it should be {was}")]
+        return [Pattern("result-far", f"the result is nowhere near what it should be {was}: not a few inputs lost "
+                                      "or counted twice, but values that are no input at all")]
     return []
+
+
+def _amount(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) and abs(x) < 2**63 else f"{x:.6g}"
 
 
 def analyse(m: Mismatch, geometry: Mapping[str, int] | None = None) -> list[Pattern]:

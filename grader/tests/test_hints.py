@@ -57,7 +57,11 @@ def test_signatures() -> None:
     one = "1 of 1 elements differ (seed 7009, exact); mismatches span indices 0..0\n  [0] expected 0, actual {}\n"
     assert "mismatch:one-written" in hints.signatures(one.format(7))
     assert "mismatch:one-written" not in hints.signatures(one.format("2779096485"))
-    assert hints.hint_for(Category.WRONG_ANSWER, one.format(7)).startswith("The only element was written")
+    one_input = {"input:one"}  # annotate() adds it for a test whose size parameter is 1
+    assert hints.hint_for(Category.WRONG_ANSWER, one.format(7), extra=one_input).startswith(
+        "The only element was written")
+    # One result of many inputs (a sum of 50,001 values) is no "one element" case: which way it is off.
+    assert not hints.hint_for(Category.WRONG_ANSWER, one.format(7)).startswith("The only element was written")
     assert hints.hint_for(Category.WRONG_ANSWER, one.format("2779096485")).startswith("Every element is wrong")
 
 
@@ -180,3 +184,28 @@ def test_a_lab_hint_does_not_fire_outside_its_task() -> None:
     found = _lab_hint("07-scan", [("BlockScanCorrectness.HillisSteele/1024", "hillis-steele",
                                    _wrong(1024, 1, [(1, "3", "6"), (2, "6", "10"), (3, "10", "15")], bad=1023))])
     assert "Blelloch" not in found[0]
+
+
+def test_a_list_of_signatures_needs_all_of_them() -> None:
+    [both] = hints.parse_hints('[[hint]]\ncategory = "wrong_answer"\nsignature = ["mismatch:all", "input:one"]\n'
+                               'text = "x"\n')
+    assert both.fits(Category.WRONG_ANSWER, "", {"mismatch:all", "input:one", "pattern:zero"})
+    assert not both.fits(Category.WRONG_ANSWER, "", {"mismatch:all"})
+    with pytest.raises(hints.HintsError):
+        hints.parse_hints('[[hint]]\ncategory = "wrong_answer"\nsignature = ["a+b"]\ntext = "x"\n')
+    with pytest.raises(hints.HintsError):
+        hints.parse_hints('[[hint]]\ncategory = "wrong_answer"\nsignature = 3\ntext = "x"\n')
+
+
+def test_one_result_too_low_or_too_high_gets_the_way_it_is_off() -> None:
+    """A sum of many values, one output element: lost inputs or inputs counted twice, never "is the kernel
+    launched?" nor "work the one-element case by hand"."""
+    one = "1 of 1 elements differ (seed 7, exact); mismatches span indices 0..0\n  [0] expected 2511648, actual {}\n"
+    low = hints.hint_for(Category.WRONG_ANSWER, one.format(2511644))
+    high = hints.hint_for(Category.WRONG_ANSWER, one.format(2511697))
+    junk = hints.hint_for(Category.WRONG_ANSWER, one.format("1.9667484e+18"))
+    assert low.startswith("Some inputs never reached the result") and "tail" in low
+    assert high.startswith("Some inputs were counted more than once")
+    assert junk.startswith("Junk got into the result")
+    for text in (low, high, junk):
+        assert "is the kernel launched" not in text and "The only element was written" not in text

@@ -559,3 +559,26 @@ def test_04_hints_stay_in_their_task_and_pattern() -> None:
     # A test of another task with a [row 1, col 0] first mismatch (the filter's) gets no map text.
     low = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/w33_h7", run_filter(33, 7, rows_clamp="width"))
     assert "row_ptr must add" not in low.hint
+
+
+def test_04_upload_of_one_pixel_with_a_width_in_floats() -> None:
+    """upload-width-in-floats on a 1 x 1 image: one byte of the float arrives, a denormal."""
+    def rows(host: list[float], w: int, pw: int) -> list[float]:
+        raw = struct.pack("<f", host[0])[:1] + bytes(3)
+        return list(struct.unpack("<f", raw))
+    t = one(PITCHED, "PitchedTransferCorrectness.Upload/w1_h1", upload_failure(1, 1, rows))
+    assert "e-4" in t.message or "e-3" in t.message
+    assert "the mark of a float only partly copied" in t.hint and "width * sizeof(float)" in t.hint
+    assert "The only element was written" not in t.hint
+
+
+def test_04_new_weights_hint_only_when_the_filter_itself_passes() -> None:
+    """filter-zero-border also fails NewWeightsTakeEffect; beside the filter tests that fail the weights'
+    copy is not the lead (the fail-fast gate on the H200 showed it for every filter bug)."""
+    w1 = [f32(v) for v in (0.3, 0.9, 1.1, 0.5, 0.7, 1.2, 0.4, 0.8, 1.0)]
+    graded = grade(PITCHED, [
+        ("PitchedFilterCorrectness.Filter3x3/w77_h41", run_filter(77, 41, zero_border=True)),
+        ("PitchedFilterWeightsCorrectness.NewWeightsTakeEffect",
+         run_filter(77, 41, weights=w1, seed=K_SEED + 11, zero_border=True))])
+    weights = graded["PitchedFilterWeightsCorrectness.NewWeightsTakeEffect"]
+    assert weights.status is Status.FAILED and "New weights must take effect" not in weights.hint

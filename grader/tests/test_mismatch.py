@@ -146,3 +146,30 @@ def test_no_size_pattern_without_a_clean_split(outcomes) -> None:
     from grader.score.mismatch import across_sizes
 
     assert across_sizes(outcomes, SCAN) is None
+
+
+@pytest.mark.parametrize(("expected", "actual", "pattern", "words"), [
+    ("2511648", "2511644", "result-low", "the result is 4 below what it should be (2511644 instead of 2511648)"),
+    ("76680.3763", "75366.1484", "result-low", "1314.23 below"),
+    ("2511648", "2511697", "result-high", "the result is 49 above"),
+    ("109", "112", "result-high", "3 above"),
+    ("49.1956165", "1.9667484e+18", "result-far", "nowhere near"),       # junk from shared memory
+    ("15.2136526", "4.34402524e-44", "result-far", "nowhere near"),      # a float only partly copied
+    ("2511648", "-1727294907", "result-far", "nowhere near"),
+])
+def test_one_result_of_many_inputs_says_which_way_it_is_off(expected, actual, pattern, words) -> None:
+    found = diagnosis(message(1, 1, 0, 0, [(0, expected, actual)]), {})[1]
+    assert pattern in [p.id for p in found]
+    assert words in next(p.text for p in found if p.id == pattern)
+
+
+@pytest.mark.parametrize(("total", "samples"), [
+    (1, [(0, "-1048576", "-3145728")]),       # a sum of signed values: no side means anything
+    (1, [(0, "0", "7")]),                     # nothing expected: no share to compare with
+    (1, [(0, "1.5", "nan")]),                 # NaN is its own pattern
+    (1, [(0, "2", "inf")]),
+    (9, [(0, "16280", "831")]),               # one wrong element of nine is not one result
+])
+def test_no_side_for_signed_sums_non_numbers_or_arrays(total, samples) -> None:
+    found = ids(message(len(samples), total, samples[0][0], samples[-1][0], samples), {})
+    assert not set(found) & {"result-low", "result-high", "result-far"}
