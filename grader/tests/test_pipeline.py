@@ -308,15 +308,47 @@ def test_huge_inputs_run_after_the_other_correctness_tests(lab_root: Path, build
     # not started, and says why.
     log.unlink()
     gated = run(lab_root, builder, perf=False, stop_at_first_failure=True).labs[0]
-    assert log.read_text().splitlines() == ["-*Perf.*:*HugeCorrectness.*"]
+    assert log.read_text().splitlines() == ["AddCorrectness.Small/*-*Perf.*:*HugeCorrectness.*"]  # task 1 only
     huge = next(t for t in gated.tests if t.name == "AddHugeCorrectness.FourBillion")
     assert huge.status is Status.NOT_RUN and "decides the mutation gate" in huge.message
     # Nothing small fails: the huge run still happens, and its failure is the one reported.
     log.unlink()
     builder.specs["lab01_student"] = spec(_with_huge(fail_small=False), log=str(log))
     gated = run(lab_root, builder, perf=False, stop_at_first_failure=True).labs[0]
-    assert log.read_text().splitlines() == ["-*Perf.*:*HugeCorrectness.*", "*HugeCorrectness.*"]
+    assert log.read_text().splitlines() == ["AddCorrectness.Small/*-*Perf.*:*HugeCorrectness.*",
+                                            "AddCorrectness.Large/*-*Perf.*:*HugeCorrectness.*", "*HugeCorrectness.*"]
     assert [t.name for t in gated.tests if t.status is Status.FAILED] == ["AddHugeCorrectness.FourBillion"]
+
+
+def test_the_gate_runs_task_by_task_in_the_rubrics_order(lab_root: Path, builder: FakeBuilder,
+                                                         tmp_path: Path) -> None:
+    """A plain TEST runs before every TEST_P in a binary, whatever its task. The gate stops at the first
+    failure, so it runs each task in a process of its own, in the rubric's order: the failure it stops at is
+    the one a student's report lists first (task 1's), not the later task's TEST that the binary runs first."""
+    from grader.execute.lab_run import gate_passes
+    from grader.model.labs import discover
+
+    log = tmp_path / "runs.log"
+    later = {"name": "AddCorrectness.Large/1048576", "do": "fail", "message": "wrong at index 3"}
+    tests = [later, {"name": "Stray.NoTask", "do": "pass"},
+             *[t for t in add_tests(fail_small=True) if t["name"] != later["name"]]]
+    builder.specs["lab01_student"] = spec(tests, log=str(log))
+    builder.specs["lab01_solution"] = spec([{**t, "do": "pass"} for t in tests])
+    gated = run(lab_root, builder, perf=False, stop_at_first_failure=True).labs[0]
+    assert log.read_text().splitlines() == ["AddCorrectness.Small/*-*Perf.*"]
+    failed = [t.name for t in gated.tests if t.status is Status.FAILED]
+    assert failed == ["AddCorrectness.Small/257"]  # task 1's, though the binary lists task 2's test first
+    assert next(t for t in gated.tests if t.name == "AddCorrectness.Large/1048576").status is Status.NOT_RUN
+    # The passes themselves: each task's, then the tests of no task, then the runs that followed.
+    lab = discover(lab_root)[0]
+    names = [t["name"] for t in tests]
+    assert gate_passes(lab, names, ["-*Perf.*", "*Perf.*"]) == [
+        "AddCorrectness.Small/*-*Perf.*", "AddCorrectness.Large/*-*Perf.*",
+        "-*Perf.*:AddCorrectness.Small/*:AddCorrectness.Large/*", "*Perf.*"]
+    assert gate_passes(lab, names, [None]) == ["AddCorrectness.Small/*", "AddCorrectness.Large/*",
+                                               "-AddCorrectness.Small/*:AddCorrectness.Large/*"]
+    assert gate_passes(lab, None, ["-*Perf.*"]) == ["-*Perf.*"]  # nothing known to split
+    assert gate_passes(lab, ["Stray.NoTask"], ["-*Perf.*"]) == ["-*Perf.*"]
 
 
 def test_each_binarys_peak_host_memory_is_recorded(lab_root: Path, builder: FakeBuilder) -> None:
