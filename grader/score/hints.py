@@ -112,7 +112,8 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
     grader/score/mismatch.py ("pattern:only-first-tiles-right"), and the coarse kind of mismatch
     ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some", with
     "mismatch:most" too when at least 90 % are wrong; "mismatch:one-written" beside "mismatch:all" when the
-    output's only element was written with a wrong value)."""
+    output's only element was written with a wrong value; "mismatch:tail-written" beside "mismatch:tail"
+    when the wrong end was written, not left as the poison)."""
     found: set[str] = set()
     m, patterns = mismatch.diagnosis(message, geometry)
     if m is None:
@@ -125,6 +126,8 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
             found.add("mismatch:one-written")  # written, and wrong: nothing was left out, the value is
     elif ids & {"tail", "last-partial-block"}:
         found.add("mismatch:tail")
+        if m.samples and not ids & {"never-written", "nan"}:
+            found.add("mismatch:tail-written")  # reached and written, with wrong values: not the grid's size
     else:
         found.add("mismatch:some")
         if m.fraction >= MOST_WRONG:  # nearly everything: a systematic error, not a race's scattered few

@@ -209,3 +209,17 @@ def test_one_result_too_low_or_too_high_gets_the_way_it_is_off() -> None:
     assert junk.startswith("Junk got into the result")
     for text in (low, high, junk):
         assert "is the kernel launched" not in text and "The only element was written" not in text
+
+
+def test_a_wrong_end_that_was_written_is_not_the_grids_size() -> None:
+    """Lab 07's scan with a tile offset off by one, n = 4,097: out[4096] is 0 (written: the test poisons the
+    output), so the grid reached it and "check the ceil-div grid size" would point the wrong way."""
+    tail = ("1 of 4097 elements differ (seed 7, exact); mismatches span indices 4096..4096\n"
+            "  [4096] expected 16221, actual {}\n")
+    geometry = {"scan tile": 4096, "warp": 32}
+    written = hints.hint_for(Category.WRONG_ANSWER, tail.format(0), geometry=geometry)
+    missed = hints.hint_for(Category.WRONG_ANSWER, tail.format(2779096485), geometry=geometry)
+    assert "mismatch:tail-written" in hints.signatures(tail.format(0), geometry)
+    assert written.startswith("The elements at the end were written") and "ceil-div" not in written
+    assert "mismatch:tail-written" not in hints.signatures(tail.format(2779096485), geometry)
+    assert missed.startswith("No thread wrote those elements")  # the poison: never reached
