@@ -272,3 +272,40 @@ def test_09_hints_stay_with_their_task() -> None:
     # The callback pipeline on stream 0 is not sent to launch_work's stream argument.
     legacy = one("09-streams", "StreamsLegacyCorrectness.PipelineIgnoresLegacyStream", _legacy("run_pipelined", 3.0))
     assert "cudaLaunchHostFunc" not in legacy.hint
+
+
+def test_09_three_stages_whose_last_stage_runs_ahead() -> None:
+    """events-kernel-does-not-wait and its kin on the test that holds s_h2d back: the function waited for
+    s_d2h, which did not wait for the others, so it returned with stream 0 (s_h2d) busy."""
+    what = "run_three_stage (with one stage held back for 100 ms)"
+    t = one("09-streams", "StreamsEventsCorrectness.KernelWaitsForItsCopyIn", [_idle(what, 0, 701)])
+    assert t.category is Category.CUDA_ERROR and "s_d2h, ran ahead of them" in t.hint
+    assert "Waiting for s_compute does not cover" not in t.hint  # that is stream 2's case
+
+
+def test_09_callbacks_before_their_copies() -> None:
+    """cb-enqueued-before-d2h: each callback ran, once, before its chunk was back."""
+    t = one("09-streams", "StreamsLegacyCorrectness.CallbackPipelineIgnoresLegacyStream",
+            _callback_checks([1] * 8, [0] * 8))
+    assert t.task == "callback" and "A callback ran before its chunk was back in h_out" in t.hint
+    assert "is the kernel launched" not in t.hint
+
+
+def test_09_blocking_streams_and_leaks() -> None:
+    """streams-blocking-flag, streams-never-destroyed, events-never-destroyed."""
+    flag = one("09-streams", "StreamsCreateCorrectness.NonBlocking/1", [equal(
+        f"{STREAMS_AT}:476", "flags & 0x01", "0", "static_cast<unsigned int>(0x01)", "1",
+        "a stream made by cudaStreamCreate synchronizes with the legacy default stream: create it with "
+        "cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)")])
+    assert "one cudaMemcpy or launch without a stream anywhere in the program serializes" in flag.hint
+    graded = grade("09-streams", [], missing=["cudaStreamDestroy", "cudaEventDestroy"])
+    assert "destroy_streams must call cudaStreamDestroy on each one" in graded["Techniques.streams"].hint
+    assert "release each one with cudaEventDestroy" in graded["Techniques.events"].hint
+
+
+def test_09_pipeline_kernel_on_stream_0_leaves_everything_unwritten() -> None:
+    """pipe-kernel-on-default-stream: with stream 0 held, nothing comes back (all NaN)."""
+    expected = _work(64, 9040)
+    t = one("09-streams", "StreamsLegacyCorrectness.PipelineIgnoresLegacyStream",
+            [_output(expected, [NAN] * 64, 9040)])
+    assert t.task == "pipelined" and "part of your pipeline runs there" in t.hint
