@@ -210,6 +210,14 @@ def _values(m: Mismatch) -> list[Pattern]:
     offsets = {g - w for g, w in zip(got, want)}  # type: ignore[operator]
     if len(samples) >= 2 and len(offsets) == 1 and (off := offsets.pop()) != 0:
         return [Pattern("constant-offset", f"each wrong element is off by {off:+g}")]
+    belongs = {w: s.index for s, w in zip(samples, want) if w not in (0, None)}
+    for s, g in zip(samples, got):  # a distinctive value (not 0) that the output needs at another index
+        j = belongs.get(g)
+        if j is not None and j != s.index and s.actual not in POISON_INTEGERS:
+            return [Pattern("misplaced", f"[{s.index}] holds the value that belongs at [{j}]: a result written at "
+                                         "the wrong index (an offset missing or counted twice?)")]
+    if len(samples) >= 2 and any(g > w for g, w in zip(got, want)) and any(g < w for g, w in zip(got, want)):
+        return [Pattern("mixed", "some wrong elements are too large and others too small")]
     if m.total == 1 and len(samples) == 1:  # one result (a sum, a count): which way it is off says a lot
         g, w = got[0], want[0]
         assert g is not None and w is not None

@@ -19,7 +19,7 @@ from grader.tests.conftest import write_lab  # noqa: E402
 
 LAB_HINT = "The carry between tiles is lost: add the tile's offset."
 TAIL = ("Value of: x\n  Actual: false (3 of 257 elements differ (seed 42, exact); mismatches span indices "
-        "254..256\n  [254] expected 1, actual 0\n)\nExpected: true")
+        "254..256\n  [254] expected 1, actual 2779096485\n)\nExpected: true")  # the poison: never written
 
 
 def _mutant(out: Path, name: str, test: TResult) -> None:
@@ -38,7 +38,7 @@ def test_each_caught_bug_is_counted_by_its_first_failure(tmp_path: Path) -> None
         f'[[hint]]\ncategory = "wrong_answer"\ntest = "AddCorrectness.Carry*"\ntext = "{LAB_HINT}"\n'
         'causes = ["carry"]\n')
     # What each bug plants (its header's cause): the table checks the first hint against it.
-    planted = {"lab-hint": "carry", "tail": "guard", "race": "missing-barrier", "crash": "out-of-bounds",
+    planted = {"lab-hint": "carry", "tail": "grid-coverage", "race": "missing-barrier", "crash": "out-of-bounds",
                "missed": "guard", "default": "carry"}
     mutants = tree / "solutions" / "01-add" / "mutants"
     mutants.mkdir(parents=True)
@@ -63,7 +63,7 @@ def test_each_caught_bug_is_counted_by_its_first_failure(tmp_path: Path) -> None
                                            message="Expected equality", **failed))
     rows = diagnosis_table.table(out, tree)
     assert rows["01-add"].kinds == {"lab hint": 1, "pattern": 1, "sanitizer": 1, "grader hint": 1, "default": 1}
-    # Right: the lab hint (carry), the tail's grader hint (guard), racecheck's (missing-barrier). Wrong: the
+    # Right: the lab hint (carry), the unwritten tail's grader hint (grid-coverage), racecheck's (missing-barrier). Wrong: the
     # crash's hint names a host fault, not the out-of-bounds index; the default names nothing.
     row = rows["01-add"]
     assert (row.right, row.labelled) == (3, 5)

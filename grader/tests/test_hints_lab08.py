@@ -260,3 +260,24 @@ def test_08_hints_stay_with_their_task() -> None:
     hot[HOT], hot[0] = 4099, 1
     t = one("08-histogram", "HistogramCorrectness.Global/hot_4099", [_before("histogram_global", 4099, hot)])
     assert "range test" not in t.hint and "zero padding" not in t.hint
+
+
+def test_08_counts_in_the_wrong_bins() -> None:
+    """coarse-byte-shift-in-bits (some bins high, others low) and fast-tail-index-not-scaled (the one tail
+    byte counted in bin 5, not its own 183), as the H200 reported them."""
+    shifted = [0] * 256
+    shifted[183], shifted[219], shifted[237] = 255, 0, 0
+    wrong = list(shifted)
+    wrong[183], wrong[219], wrong[237] = 75, 60, 60
+    t = one("08-histogram", "HistogramCorrectness.Coarsened/uniform_255", [value_of(
+        f"{HIST_AT}:190", "AllEqual(expected, d_bins.to_host(), byte)", compare(shifted, wrong, 183),
+        "histogram_coarsened on 255 bytes")])
+    assert t.task == "coarsened" and "counts went to the wrong bins" in t.hint and "8 bits per byte" in t.hint
+    one_byte = [0] * 256
+    one_byte[183] = 1
+    moved = [0] * 256
+    moved[5] = 1
+    t = one("08-histogram", "HistogramCorrectness.Fast/uniform_1", [value_of(
+        f"{HIST_AT}:190", "AllEqual(expected, d_bins.to_host(), byte)", compare(one_byte, moved, 183),
+        "histogram_fast on 1 bytes all equal to 183")])
+    assert "A count turned up in another bin" in t.hint and "4 * word index + k" in t.hint

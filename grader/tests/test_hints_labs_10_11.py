@@ -614,3 +614,16 @@ def test_labs_10_and_11_have_at_least_eight_hints_each_keyed_on_a_public_task() 
         assert len(own) >= 8, name
         assert all(h.task in public for h in own), name
 
+
+
+def test_lab_10_offsets_seen_in_one_test() -> None:
+    """The tile and block offsets as one failing test shows them (the H200's first failures): tile 8's
+    sum at slot 0, and block 0's sum right with every later one wrong."""
+    tile, block = _hints("10-cooperative-groups", [
+        ("CoopTileCorrectness.TileSums/257", "tile-reduce", Category.WRONG_ANSWER,
+         _wrong(9, 0, [(0, "16280", "831"), (8, "831", "-1515870811")], bad=2)),
+        ("CoopBlockCorrectness.BlockSums/50001", "block-reduce", Category.WRONG_ANSWER,
+         _wrong(49, 1, [(1, "1536.80467", "1538.10815"), (2, "1536.80227", "1536.53394")])),
+    ])
+    assert "A tile's sum landed in another tile's slot" in tile
+    assert "block b must add exactly its own chunk, starting at b * kBlockItems" in block

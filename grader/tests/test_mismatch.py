@@ -173,3 +173,19 @@ def test_one_result_of_many_inputs_says_which_way_it_is_off(expected, actual, pa
 def test_no_side_for_signed_sums_non_numbers_or_arrays(total, samples) -> None:
     found = ids(message(len(samples), total, samples[0][0], samples[-1][0], samples), {})
     assert not set(found) & {"result-low", "result-high", "result-far"}
+
+
+def test_a_value_that_belongs_elsewhere_is_misplaced() -> None:
+    """Lab 10's tile sums without the block's offset, n = 257 (H200): block 1's tile 8 wrote slot 0."""
+    found = diagnosis(message(2, 9, 0, 8, [(0, "16280", "831"), (8, "831", "-1515870811")]), {})[1]
+    assert "misplaced" in [p.id for p in found]
+    assert "[0] holds the value that belongs at [8]" in next(p.text for p in found if p.id == "misplaced")
+    # 0 is nobody's distinctive value, and the poison is never a value that belongs anywhere.
+    assert "misplaced" not in ids(message(2, 9, 0, 8, [(0, "5", "0"), (8, "0", "7")]), {})
+    assert "misplaced" not in ids(message(2, 9, 0, 8, [(0, "-1515870811", "3"), (8, "4", "-1515870811")]), {})
+
+
+def test_some_too_large_some_too_small_is_mixed() -> None:
+    """Lab 08's byte shift in bits: counts move between bins."""
+    assert "mixed" in ids(message(3, 256, 183, 246, [(183, "255", "75"), (219, "0", "60"), (246, "0", "60")]), {})
+    assert "mixed" not in ids(message(2, 256, 1, 2, [(1, "5", "7"), (2, "4", "9")]), {})  # all too large
