@@ -115,12 +115,15 @@ def group_failures(lab: LabResult) -> list[FailureGroup]:
         tests.sort(key=lambda t: (_size(t), t.name))
         out.append(FailureGroup(tests[0], [_also(t) for t in tests[1:]]))
     order = {id(t): i for i, t in enumerate(failing)}
-    task_rank: dict[str | None, int] = {}
+    # Tasks in the rubric's order (the chapter's): a binary runs its plain TESTs before its TEST_Ps, so in
+    # test order lab 11's block-sort bug led with a quicksort test of the last task. Tasks the rubric does
+    # not list follow in test order.
+    task_rank: dict[str | None, int] = {task.id: i for i, task in enumerate(lab.tasks)}
     for t in failing:
         task_rank.setdefault(t.task, len(task_rank))
     # Sanitizer findings first (they name a line), then the failures that say where the output is wrong
     # (a mismatch read), then the rest (an expression, a huge input's single check); within each, tasks in
-    # test order and a task's smallest failing input first (a plain TEST on 262,155 elements, declared
+    # that order and a task's smallest failing input first (a plain TEST on 262,155 elements, declared
     # before the TEST_Ps, comes after the same task's n = 1).
     out.sort(key=lambda g: (g.test.category is not Category.SANITIZER, mismatch.read(g.test.message) is None,
                             task_rank[g.test.task] if g.test.task else order[id(g.test)] + len(failing),

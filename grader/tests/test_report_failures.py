@@ -46,7 +46,7 @@ def test_one_entry_per_mode_smallest_size_first_sanitizer_on_top() -> None:
 
 def test_a_tasks_smallest_failing_input_comes_first_whatever_the_declaration_order() -> None:
     """Lab 07's FiveCallsOneScratch is a plain TEST, declared (and reported) before the TEST_Ps: on 262,155
-    elements it would lead the decoupled task's failures though n = 4,097 fails too. Tasks keep test order."""
+    elements it would lead the decoupled task's failures though n = 4,097 fails too."""
     lab = LabResult(number=7, name="07-scan", title="Scan", max_score=100)
     wrong = dict(status=Status.FAILED, category=Category.WRONG_ANSWER)
     lab.tests += [
@@ -59,6 +59,23 @@ def test_a_tasks_smallest_failing_input_comes_first_whatever_the_declaration_ord
     assert [g.test.name for g in group_failures(lab)] == [
         "BlockScanCorrectness.Blelloch/1025", "ScanDecoupledCorrectness.Exclusive/4097",
         "ScanDecoupledReuseCorrectness.FiveCallsOneScratch"]
+
+
+def test_tasks_come_in_the_rubrics_order_not_the_binarys() -> None:
+    """Lab 11: QuicksortPendingLimitCorrectness (task 4) is a plain TEST, run before every TEST_P; a block-sort
+    bug fails it too. The chapter's first task leads the report, as the mutation gate now stops there."""
+    from grader.model.results import TaskScore
+
+    lab = LabResult(number=11, name="11-quicksort", title="Quicksort", max_score=100)
+    lab.tasks = [TaskScore(id, id, 25, 0) for id in ("block-sort", "partition", "recursion", "limits")]
+    wrong = dict(status=Status.FAILED, category=Category.WRONG_ANSWER)
+    lab.tests += [
+        TResult("QuicksortPendingLimitCorrectness.ExplicitLimitIsSetExactly", task="limits",
+                message=TILE.format(bad=99745, n=100003, last=100001), **wrong),
+        TResult("BlockSortCorrectness.Random/8191", task="block-sort", message=TILE.format(bad=7419, n=8191, last=8190),
+                **wrong)]
+    assert [g.test.name for g in group_failures(lab)] == [
+        "BlockSortCorrectness.Random/8191", "QuicksortPendingLimitCorrectness.ExplicitLimitIsSetExactly"]
 
 
 def _results(lab: LabResult) -> Results:
