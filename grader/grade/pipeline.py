@@ -32,7 +32,7 @@ from grader.model.profile import LabProfile
 from grader.model.progress import Progress
 from grader.model.results import Category, LabResult, Results, RunInfo, Status
 from grader.inspect.static_checks import kept_ptx, object_dir, ptx_of
-from grader.profile.stage import profile_lab, ptx_kernels
+from grader.profile.stage import access_widths, profile_lab, ptx_kernels
 from grader.score import answers, scoring
 
 
@@ -154,13 +154,15 @@ def _profile(grade: Grade, lab: Lab, prepared: PreparedLab, result: LabResult, o
     reference = graded.reference if graded is not None and graded.reference_built is not None \
         and graded.reference_built.ok and options.mode != "solution" else None
     # The kernels each binary's lab code defines, from the PTX nvcc kept: only those are profiled as its own.
-    own = {"yours": ptx_kernels(ptx_of(prepared.inspection))}
+    ptx = ptx_of(prepared.inspection)
+    own = {"yours": ptx_kernels(ptx)}
     main_dir = getattr(grade.builders.main, "build_dir", None)
     if reference is not None and main_dir is not None:
         own["reference"] = ptx_kernels(kept_ptx(object_dir(Path(main_dir), lab, "solution")))
     progress.step(f"profiling the timed kernels of {lab.name} (Nsight Compute)")
     return profile_lab(lab, result.tests, graded.path if graded is not None else None, reference, grade.runner,
-                       gpu_available=grade.gpu.available, timeout_s=options.timeout_s, own=own)
+                       gpu_available=grade.gpu.available, timeout_s=options.timeout_s, own=own,
+                       widths=access_widths(ptx))
 
 
 def _take_gpu_facts(grade: Grade, properties: list[dict[str, str]]) -> None:

@@ -10,8 +10,13 @@ MAX_ADVICE = 3
 # Wavefronts per shared-memory request: 1 for a warp's conflict-free 4-byte accesses, 2 or 4 for 8- or 16-byte
 # vector accesses, 32 for a whole warp on one bank. Above what a 16-byte access needs is a conflict for sure.
 CONFLICT_WAYS = 4.5
-SCATTERED_SECTORS = 8.0  # sectors per global request: 4 for a warp of coalesced 4-byte accesses
+# Sectors per global request: a warp of coalesced accesses of w bytes each touches w (4 for floats, 16 for
+# float4s); twice that or more is scattered.
+SCATTERED = 2.0
 MEMORY_BOUND_PCT = 60.0
+# FLOPs per DRAM byte below which a kernel's speed is its bandwidth, whatever its FMA pipe does: a reduction
+# does 0.25, an element-wise kernel less, a tiled matmul 5 and more.
+LOW_INTENSITY = 1.0
 IDLE_PCT = 30.0
 LOW_OCCUPANCY_PCT = 50.0
 # (metric, how the comparison reads, +1 when more is worse / -1 when less is worse) for "the biggest
@@ -41,12 +46,13 @@ def advise(k: KernelProfile, reference: KernelProfile | None = None) -> list[str
                        "its threads hit one bank at different addresses. Walking a tile's column is the usual "
                        "cause: pad each row by one element ([kTile][kTile + 1]) so that a column spreads over all "
                        "32 banks.")
-    for op, key in (("loads", "ld_sectors"), ("stores", "st_sectors")):
-        if (sectors := m.get(key, 0)) >= SCATTERED_SECTORS:
-            out.append(f"Global {op} in {name} touch {sectors:.0f} sectors per warp request where 4 would do for "
-                       "4-byte values: consecutive threads use addresses far apart (a stride, an array of "
-                       "structures). Let thread i touch element i: a structure of arrays, or a shared-memory "
-                       "tile that turns the access around.")
+    for op, key, width in (("loads", "ld_sectors", "ld_access_bytes"), ("stores", "st_sectors", "st_access_bytes")):
+        ideal = max(4.0, m.get(width, 4.0))  # the kernel's widest access (its PTX), else 4-byte values
+        if (sectors := m.get(key, 0)) >= SCATTERED * ideal:
+            out.append(f"Global {op} in {name} touch {sectors:.0f} sectors per warp request where {ideal:.0f} would do "
+                       f"for {ideal:.0f}-byte accesses: consecutive threads use addresses far apart (a stride, an "
+                       "array of structures). Let thread i touch element i: a structure of arrays, or a "
+                       "shared-memory tile that turns the access around.")
     if m.get("occupancy_max_pct", 100) < LOW_OCCUPANCY_PCT and k.limiter:
         out.append(f"At most {m['occupancy_max_pct']:.0f}% of the warp slots can be used: {k.limiter} "
                    f"({_limit_value(k)}) caps the blocks per SM. That is right for a kernel whose threads each keep "
@@ -57,6 +63,11 @@ def advise(k: KernelProfile, reference: KernelProfile | None = None) -> list[str
     elif m.get("dram_pct", 100) < IDLE_PCT and m.get("sm_pct", 100) < IDLE_PCT:
         out.append(f"Neither DRAM ({m.get('dram_pct', 0):.0f}%) nor the SMs ({m.get('sm_pct', 0):.0f}%) are busy: "
                    f"{name} waits on latency. {_stall_lead(k)}")
+    elif m.get("dram_bytes") and m.get("flop", 0) / m["dram_bytes"] < LOW_INTENSITY:
+        out.append(f"{name} does {m.get('flop', 0) / m['dram_bytes']:.2g} FLOP per byte it moves, so its speed is "
+                   f"how close it comes to the DRAM bandwidth, and DRAM is {m.get('dram_pct', 0):.0f}% busy: keep more "
+                   "loads in flight (several elements per thread, 16-byte loads, enough blocks for every SM), "
+                   "and read each byte once.")
     elif m.get("flop", 0) and m.get("fma_pct", 100) < IDLE_PCT:
         out.append(f"The FMA pipe is busy only {m['fma_pct']:.0f}% of the time: each multiply-add waits for its "
                    "operands. Give each thread several outputs (a register tile), so that every value loaded from "

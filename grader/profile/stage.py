@@ -15,7 +15,7 @@ from grader.execute import runs
 from grader.execute.runner import Runner
 from grader.host.toolkit import find_ncu
 from grader.inspect.elf import demangle
-from grader.inspect.techniques import ptx_functions, strip_ptx_comments
+from grader.inspect.techniques import kernel_ptx, ptx_functions, strip_ptx_comments
 from grader.model.labs import Lab
 from grader.model.profile import KernelProfile, LabProfile
 from grader.model.results import Status, TestResult
@@ -71,6 +71,42 @@ def ptx_kernels(ptx: str | None) -> list[str] | None:
     return [f.name for f in ptx_functions(strip_ptx_comments(ptx)).values() if f.kind == "entry"]
 
 
+# A global load or store in PTX and its width: ld.global.nc.v4.f32 is 16 bytes per thread, st.global.u8 one.
+_GLOBAL_ACCESS = re.compile(r"\b(ld|st)\.global((?:\.[A-Za-z0-9_:]+)+)")
+
+
+def access_widths(ptx: str | None) -> dict[str, tuple[int, int]] | None:
+    """Per kernel (mangled) of a lab file's PTX, the widest global load and store one thread makes, in bytes
+    (4 where it makes none): a warp of coalesced accesses touches that many 32-byte sectors per request,
+    4 for floats and 16 for float4s. None without PTX."""
+    if ptx is None:
+        return None
+    out = {}
+    for name in ptx_kernels(ptx) or []:
+        widest = {"ld": 4, "st": 4}
+        for op, suffix in _GLOBAL_ACCESS.findall(kernel_ptx(ptx, name)[0]):
+            parts = suffix.split(".")
+            lanes = next((int(p[1:]) for p in parts if re.fullmatch(r"v[248]", p)), 1)
+            bits = next((int(p[1:]) for p in parts if re.fullmatch(r"[bfsu](8|16|32|64|128)", p)), 32)
+            widest[op] = max(widest[op], lanes * bits // 8)
+        out[name] = (widest["ld"], widest["st"])
+    return out
+
+
+def _widths_of(kernel: str, widths: Mapping[str, tuple[int, int]] | None) -> tuple[int, int] | None:
+    """The access widths of the profiled kernel (ncu's demangled name) among a binary's own kernels."""
+    if not widths:
+        return None
+    names = demangle(list(widths))
+
+    def plain(name: str) -> str:  # c++filt says <true> where ncu says <1>
+        return re.sub(r"\bfalse\b", "0", re.sub(r"\btrue\b", "1", advice.short_name(name)))
+
+    short = plain(kernel)
+    return next((w for mangled, w in widths.items() if plain(names.get(mangled, mangled)) == short or mangled == kernel),
+                None)
+
+
 def _one(ncu_path: str, binary: Path, test: str, regex: str, runner: Runner, timeout_s: float,
          count: int = 1, base: str = "demangled") -> tuple[str, str]:
     """One confined run of binary's test under ncu, its first `count` matching launches profiled: (the raw
@@ -86,12 +122,14 @@ def _one(ncu_path: str, binary: Path, test: str, regex: str, runner: Runner, tim
 
 def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, reference: Path | None, runner: Runner,
                 *, gpu_available: bool, timeout_s: float | None = None, find: Callable[[], str | None] = find_ncu,
-                own: Mapping[str, Sequence[str] | None] | None = None) -> LabProfile:
+                own: Mapping[str, Sequence[str] | None] | None = None,
+                widths: Mapping[str, tuple[int, int]] | None = None) -> LabProfile:
     """Profile the lab's perf tests (_chosen) in the student's binary (and the reference's); see the module.
     own: per role ("yours", "reference"), the kernels that binary's lab code defines (mangled, from its
     PTX, ptx_kernels): only those are profiled as that role's, so a test that launches a library's
     kernel first (cuBLAS for lab 05's expected matrix) cannot stand in. Unknown (a compiled reference):
-    the task's globs over every launch, library kernels skipped."""
+    the task's globs over every launch, library kernels skipped. widths: the student's kernels' global
+    access widths (access_widths), so that a float4 kernel's 16 sectors per request are not "scattered"."""
     if not gpu_available:
         return LabProfile("unavailable", "no GPU here: profiles need one")
     path = find()
@@ -151,6 +189,8 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
                 out.peak_flop_per_s, out.peak_bytes_per_s = metrics.peaks(rows[0])
             k = metrics.kernel_profile(rows[0], test.name, role)
             if role == "yours":  # advice is for the student's kernel only, against the reference when there is one
+                if (w := _widths_of(k.kernel, widths)) is not None:
+                    k.metrics["ld_access_bytes"], k.metrics["st_access_bytes"] = float(w[0]), float(w[1])
                 mine, k.advice = k, advice.advise(k)
             elif role == "reference" and mine is not None:
                 mine.advice = advice.advise(mine, k)

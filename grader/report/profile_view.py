@@ -101,11 +101,38 @@ def roofline(p: LabProfile, width: float = 560, height: float = 300) -> Markup |
     svg.text(x(start) + 4, y(start * p.peak_bytes_per_s) - 8, f"DRAM {p.peak_bytes_per_s / 1e12:.2f} TB/s", cls="tick")
     svg.text(left + (width - left - right) / 2, height - 6, "arithmetic intensity (FLOP per DRAM byte)",
              cls="axis-title", anchor="middle")
+    placed: list[tuple[float, float, float, float]] = []  # the labels' boxes so far: none is drawn over another
+    seen: set[tuple[str, str]] = set()
     for k in points:
+        if (k.role, short_name(k.kernel)) in seen:  # cuBLAS, profiled once per perf test: one dot is enough
+            continue
+        seen.add((k.role, short_name(k.kernel)))
         m = k.metrics
         ai = m["flop"] / m["dram_bytes"]
         tip = (f"{short_name(k.kernel)} ({k.role}, {k.test}): {ai:.2f} FLOP/byte, "
                f"{m['flop_per_s'] / 1e12:.2f} TFLOP/s")
-        svg.el("circle", cx=x(ai), cy=y(m["flop_per_s"]), r=5, class_=f"pt pt-{k.role}", title=tip)
-        svg.text(x(ai) + 8, y(m["flop_per_s"]) + 4, _cut(short_name(k.kernel), 28), cls="pt-label")
+        cx, cy = x(ai), y(m["flop_per_s"])
+        svg.el("circle", cx=cx, cy=cy, r=5, class_=f"pt pt-{k.role}", title=tip)
+        label = _cut(short_name(k.kernel), 28)
+        box = _label_box(label, cx, cy, width - right, placed)
+        if box is not None:  # no room: the dot's tooltip and the tables below still name it
+            placed.append(box)
+            svg.text(box[0], box[3] - 3, label, cls="pt-label")
     return svg.markup()
+
+
+LABEL_CHAR_PX, LABEL_LINE_PX = 6.0, 13.0  # the label font's average advance and line height
+
+
+def _label_box(label: str, cx: float, cy: float, right_edge: float,
+               placed: list[tuple[float, float, float, float]]) -> tuple[float, float, float, float] | None:
+    """Where a dot's label goes (x0, y0, x1, y1): right of the dot, or left of it near the right edge, moved
+    down a line at a time past labels already placed; None when three lines down still overlap."""
+    w = len(label) * LABEL_CHAR_PX
+    x0 = cx + 8 if cx + 8 + w <= right_edge else cx - 8 - w
+    for step in range(4):
+        y0 = cy - 8 + step * LABEL_LINE_PX
+        box = (x0, y0, x0 + w, y0 + LABEL_LINE_PX)
+        if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+            return box
+    return None
