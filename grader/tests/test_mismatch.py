@@ -189,3 +189,8 @@ def test_some_too_large_some_too_small_is_mixed() -> None:
     """Lab 08's byte shift in bits: counts move between bins."""
     assert "mixed" in ids(message(3, 256, 183, 246, [(183, "255", "75"), (219, "0", "60"), (246, "0", "60")]), {})
     assert "mixed" not in ids(message(2, 256, 1, 2, [(1, "5", "7"), (2, "4", "9")]), {})  # all too large
+
+
+def test_floats_off_both_ways_are_not_mixed() -> None:
+    """A filter's wrong pixels are off both ways as a matter of course: saying so adds nothing."""
+    assert "mixed" not in ids(message(2, 3157, 0, 1, [(0, "9.18345423", "5.35963774"), (1, "9.12515547", "9.5")]), {})
