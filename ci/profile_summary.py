@@ -46,9 +46,12 @@ def summarize(folder: Path) -> tuple[list[str], bool]:
             for test in tests:
                 for k in (k for k in p.kernels if k.test == test):
                     m = k.metrics
-                    lines.append(f"  {lab.name:<18} {test:<30} {k.role:<9} {short_name(k.kernel)[:40]:<40} "
+                    role = k.variant or k.role  # another variant the test times: its name (tiled, aos)
+                    lines.append(f"  {lab.name:<18} {test:<30} {role:<9} {short_name(k.kernel)[:40]:<40} "
                                  f"{m.get('duration_us', 0):>10,.1f} us  DRAM {m.get('dram_pct', 0):3.0f}%  "
-                                 f"FMA {m.get('fma_pct', 0):3.0f}%  occupancy {m.get('occupancy_pct', 0):3.0f}%")
+                                 f"FMA {m.get('fma_pct', 0):3.0f}%  occupancy {m.get('occupancy_pct', 0):3.0f}%  "
+                                 f"shared loads {m.get('shared_ld_ways', 0):4.1f}-way  sectors/request ld "
+                                 f"{m.get('ld_sectors', 0):4.1f} st {m.get('st_sectors', 0):4.1f}")
             missing = [t for t in tests if not any(k.test == t and k.role == "yours" for k in p.kernels)]
             if missing:
                 lines.append(f"  {lab.name}: NO KERNEL OF THE LAB FILE profiled in {', '.join(missing)}")

@@ -24,7 +24,7 @@ TECHNIQUE_KINDS = ("symbol", "ptx")  # grader/inspect/techniques.py
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "lab": ("title", "student_files", "timeout_s", "max_host_memory_mib"),
     "task": ("id", "title", "points", "tests", "challenge", "hidden", "scoring", "kernels", "checkpoints"),
-    "perf": ("test", "task", "points", "full_at", "zero_at"),
+    "perf": ("test", "task", "points", "full_at", "zero_at", "profile_variants"),
     "technique": ("task", "kind", "pattern", "message", "kernel", "points"),
     "forbid": ("symbols",),
     "allow": ("symbols",),

@@ -69,6 +69,9 @@ class PerfGoal:
     points: float = 0.0
     full_at: float = 0.9  # student/reference rate ratio that earns every point
     zero_at: float = 0.5  # ratio at or below which no point is earned
+    # Other variants the test times whose kernels a profile shows beside the student's (grade --profile):
+    # (variant, kernel globs), e.g. lab 05's unpadded tile beside the padded one.
+    profile_variants: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def matches(self, test_name: str) -> bool:
         return fnmatch.fnmatchcase(test_name, self.test)
@@ -141,6 +144,15 @@ class Lab:
         return next((p for p in self.perf if p.matches(test_name)), None)
 
 
+def _variants(table: object, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """[[perf]] profile_variants = { tiled = ["transpose_tiled_kernel*"] }: variant name -> kernel globs."""
+    if not isinstance(table, dict) or not all(
+            isinstance(k, str) and isinstance(v, list) and v and all(isinstance(g, str) and g for g in v)
+            for k, v in table.items()):
+        raise LabError(f"{where}: profile_variants must map each variant to a list of kernel globs")
+    return tuple((k, tuple(v)) for k, v in table.items())
+
+
 def _require(table: dict, key: str, where: str):
     if key not in table:
         raise LabError(f"{where}: missing key '{key}'")
@@ -193,6 +205,7 @@ def load_lab(path: Path, root: Path) -> Lab:
             points=float(p.get("points", 0)),
             full_at=float(p.get("full_at", 0.9)),
             zero_at=float(p.get("zero_at", 0.5)),
+            profile_variants=_variants(p.get("profile_variants", {}), where),
         )
         if goal.task is not None and goal.task not in task_ids:
             raise LabError(f"{where}: perf entry {goal.test} names unknown task '{goal.task}'")

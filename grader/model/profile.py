@@ -10,7 +10,7 @@ from typing import Any
 @dataclass
 class KernelProfile:
     test: str  # the perf test it ran in (MatmulPerf.Tiled/4096)
-    role: str  # "yours", "reference" or "library"
+    role: str  # "yours", "reference", "library", or "variant" (another variant the test times: variant says which)
     kernel: str  # as ncu names it, demangled
     # Named values (grader/profile/metrics.py: METRICS says what each is): duration_us, dram_pct, l2_pct,
     # sm_pct, fma_pct, lsu_pct, occupancy_pct, occupancy_max_pct, registers, block_size, shared_bytes,
@@ -19,6 +19,7 @@ class KernelProfile:
     limiter: str = ""  # what caps the theoretical occupancy: "registers", "shared memory", "block size", ...
     stalls: list[list[Any]] = field(default_factory=list)  # the top reasons: [name, cycles per issue]
     advice: list[str] = field(default_factory=list)
+    variant: str = ""  # for role "variant": the test's name for it ("tiled", "aos")
 
 
 @dataclass

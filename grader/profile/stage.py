@@ -145,20 +145,25 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
         goal = lab.perf_goal(test.name)
         task = (lab.task(goal.task) if goal is not None and goal.task else None) or lab.task_for_test(test.name)
         regex = ncu.glob_regex(task.kernels) if task is not None else ""
-        runs_wanted = [("yours", student, regex)] if regex else []
-        if reference is not None and regex:
-            runs_wanted.append(("reference", reference, regex))
+        # (role, binary, regex, the globs to match the lab file's own kernels with, the variant's name)
+        runs_wanted = [("yours", student, regex, task.kernels, "")] if regex and task is not None else []
+        for variant, globs in goal.profile_variants if goal is not None else ():
+            runs_wanted.append(("variant", student, ncu.glob_regex(list(globs)), globs, variant))
+        if reference is not None and regex and task is not None:
+            runs_wanted.append(("reference", reference, regex, task.kernels, ""))
         library = LIBRARY_KERNELS.get(test.perf.baseline or "") if test.perf is not None else None
         if library:
-            runs_wanted.append(("library", student, library))
+            runs_wanted.append(("library", student, library, (), ""))
         mine: KernelProfile | None = None
-        for role, binary, pattern in runs_wanted:
-            known = (own or {}).get(role) if role != "library" else None
-            if known is not None and task is not None:
-                exact = ncu.own_kernels_regex(task.kernels, known, demangle(known))
+        for role, binary, pattern, globs, variant in runs_wanted:
+            known = (own or {}).get("yours" if role == "variant" else role) if role != "library" else None
+            exact = ncu.own_kernels_regex(list(globs), known, demangle(known)) if known is not None else None
+            if role == "variant" and exact is None:
+                known = None  # a kernel of the test file (lab 03's AoS scale): matched by its globs
+            if known is not None:
                 if exact is None:
                     out.message += (f"{test.name} ({role}): no kernel of the lab file matches the task's names "
-                                    f"({', '.join(task.kernels)}). ")
+                                    f"({', '.join(globs)}). ")
                     continue
                 text, printed = _one(path, binary, test.name, exact, runner, timeout, base="mangled")
                 rows = ncu.parse_raw(text)
@@ -188,6 +193,7 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
             if not out.peak_flop_per_s:
                 out.peak_flop_per_s, out.peak_bytes_per_s = metrics.peaks(rows[0])
             k = metrics.kernel_profile(rows[0], test.name, role)
+            k.variant = variant
             if role == "yours":  # advice is for the student's kernel only, against the reference when there is one
                 if (w := _widths_of(k.kernel, widths)) is not None:
                     k.metrics["ld_access_bytes"], k.metrics["st_access_bytes"] = float(w[0]), float(w[1])

@@ -34,6 +34,11 @@ def _value(key: str, value: float | None) -> str:
     return f"{value:,.0f}"
 
 
+def _role(k: KernelProfile) -> str:
+    """A column's head: whose kernel it is; another variant of the test by the test's name for it."""
+    return k.variant if k.role == "variant" and k.variant else ROLE_LABEL.get(k.role, k.role)
+
+
 def _cut(name: str, limit: int = 30) -> str:
     """A library kernel's name runs to 120 characters: the table shows its start, the title the rest."""
     return name if len(name) <= limit else name[: limit - 1] + "…"
@@ -54,13 +59,13 @@ def profile_view(p: LabProfile | None) -> dict[str, Any] | None:
         rows.append({"label": "occupancy limited by", "cells": [k.limiter or "–" for k in kernels]})
         view["tests"].append({
             "name": test,
-            "columns": [{"role": ROLE_LABEL.get(k.role, k.role), "kernel": _cut(short_name(k.kernel)),
-                         "full": k.kernel} for k in kernels],
+            "columns": [{"role": _role(k), "kernel": _cut(short_name(k.kernel)), "full": k.kernel} for k in kernels],
             "rows": rows,
             "stalls": [[f"{name} ({v:g})" for name, v in k.stalls] for k in kernels],
             "advice": [(ROLE_LABEL.get(k.role, k.role), a) for k in kernels for a in k.advice],
         })
     view["roofline"] = roofline(p)
+    view["variants"] = any(k.role == "variant" for k in p.kernels)
     return view
 
 
@@ -109,7 +114,7 @@ def roofline(p: LabProfile, width: float = 560, height: float = 300) -> Markup |
         seen.add((k.role, short_name(k.kernel)))
         m = k.metrics
         ai = m["flop"] / m["dram_bytes"]
-        tip = (f"{short_name(k.kernel)} ({k.role}, {k.test}): {ai:.2f} FLOP/byte, "
+        tip = (f"{short_name(k.kernel)} ({_role(k)}, {k.test}): {ai:.2f} FLOP/byte, "
                f"{m['flop_per_s'] / 1e12:.2f} TFLOP/s")
         cx, cy = x(ai), y(m["flop_per_s"])
         svg.el("circle", cx=cx, cy=cy, r=5, class_=f"pt pt-{k.role}", title=tip)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import stat
+from dataclasses import asdict
 import sys
 from pathlib import Path
 
@@ -118,11 +119,12 @@ def _lab(root: Path):
     return discover(root)[0]
 
 
-def _fake_ncu(tmp_path: Path, deny: bool = False, max_rows: int = 99) -> str:
+def _fake_ncu(tmp_path: Path, deny: bool = False, max_rows: int = 99, by_name: bool = False) -> str:
     """A stand-in for ncu: writes a recorded raw page (the reference's for a *solution* binary) into its
     --log-file, then runs the program after its options, as ncu does. Asked for exact mangled names (the
     lab code's own kernels), it leaves out the library's rows, as ncu's filter would. Each call's
-    arguments are appended to calls.txt beside it."""
+    arguments are appended to calls.txt beside it. by_name: a demangled-name regex that matches some of the
+    recorded kernels keeps only those (one that matches none, the fake lab's add_kernel*, gets the page)."""
     script = tmp_path / "ncu"
     yours, ref = FIXTURES / "transpose.csv", FIXTURES / "matmul-fast.csv"
     script.write_text(f"""#!{sys.executable}
@@ -140,6 +142,12 @@ lines = open(src).read().splitlines()
 header = next(i for i, ln in enumerate(lines) if ln.startswith('"ID",'))
 if args[args.index("--kernel-name-base") + 1] == "mangled":
     lines = lines[:header + 2] + [ln for ln in lines[header + 2:] if "xmma" not in ln]
+elif {by_name!r}:
+    import csv, re
+    wanted = re.compile(args[args.index("--kernel-name") + 1].removeprefix("regex:"))
+    column = next(csv.reader([lines[header]])).index("Kernel Name")
+    named = [ln for ln in lines[header + 2:] if wanted.search(next(csv.reader([ln]))[column])]
+    lines = lines[:header + 2] + (named or lines[header + 2:])
 open(log, "w").write("\\n".join(lines[:header + 2 + count]) + "\\n")  # the first `count` launches, as ncu
 sys.exit(subprocess.run(args[program:]).returncode)
 """)
@@ -399,3 +407,40 @@ def test_a_reduction_is_told_about_bandwidth_not_register_tiles() -> None:
         assert "register tile" not in said and "FLOP per byte it moves" in said and "16-byte loads" in said
     tiled = kernels("matmul-fast")["matmul_tiled_kernel"]  # 16 FLOP per byte: the register tile is the lesson
     assert any("register tile" in a for a in advice.advise(tiled))
+
+
+def test_other_variants_of_a_test_are_profiled_beside_yours(tmp_path: Path) -> None:
+    """Issue 26's unpadded-vs-padded transpose: a [[perf]] entry's profile_variants names other variants the
+    test times (the earlier steps, a test kernel), and the stage profiles each in the student's binary."""
+    root = tmp_path / "tree"
+    write_lab(root, toml=LAB_TOML.replace('tests = ["AddCorrectness.Large/*"]',
+                                          'tests = ["AddCorrectness.Large/*"]\nkernels = ["add_kernel*"]')
+              .replace('zero_at = 0.5\n', 'zero_at = 0.5\nprofile_variants = { tiled = ["transpose_tiled_kernel*"] }\n'))
+    lab = discover(root)[0]
+    assert lab.perf[0].profile_variants == (("tiled", ("transpose_tiled_kernel*",)),)
+    student = make_binary(tmp_path / "bin" / "lab01_student", spec(add_tests()))
+    runner = Runner(policy=runs.DEFAULT_POLICY, progress=Progress(stream=io.StringIO()))
+    got = profile_lab(lab, _graded_tests(lab), student, None, runner, gpu_available=True,
+                      find=lambda: _fake_ncu(tmp_path, by_name=True))
+    assert [(k.role, k.variant, advice.short_name(k.kernel)) for k in got.kernels] == [
+        ("yours", "", "transpose_padded_kernel"), ("variant", "tiled", "transpose_tiled_kernel")]
+    assert got.kernels[0].advice and not got.kernels[1].advice  # advice is for yours only
+    view = profile_view(got)
+    assert [c["role"] for c in view["tests"][0]["columns"]] == ["yours", "tiled"] and view["variants"]
+    ways = next(r for r in view["tests"][0]["rows"] if r["label"].startswith("shared loads"))["cells"]
+    assert ways == ["1.06×", "32.23×"]  # the lesson: padding removes the 32-way conflicts
+    again = LabProfile.from_dict(json.loads(json.dumps(asdict(got))))
+    assert again.kernels[1].variant == "tiled"
+    with pytest.raises(Exception, match="profile_variants must map each variant"):
+        write_lab(tmp_path / "bad", toml=LAB_TOML.replace('zero_at = 0.5\n', 'zero_at = 0.5\nprofile_variants = ["x"]\n'))
+        discover(tmp_path / "bad")
+
+
+def test_labs_03_and_05_profile_the_comparisons_the_chapters_teach() -> None:
+    """Lab 05's padded transpose beside its unpadded and naive steps; lab 03's SoA scale beside the AoS one."""
+    labs = {lab.name: lab for lab in discover(REPO)}
+    padded = labs["05-tiled-matmul"].perf_goal("TransposePerf.Padded/8192")
+    assert padded is not None and dict(padded.profile_variants) == {
+        "tiled": ("transpose_tiled_kernel*",), "naive": ("transpose_naive_kernel*",)}
+    soa = labs["03-vector-add"].perf_goal("VectorAddExtrasPerf.AosVersusSoa")
+    assert soa is not None and dict(soa.profile_variants) == {"aos": ("scale_x_aos_kernel*",)}
