@@ -58,7 +58,9 @@ def gate_passes(lab: Lab, expected: list[str] | None, filters: list[str | None])
     A student's report lists failures by task, so the failure the gate stops at is then the one that
     report shows first, and the gate's diagnosis table (bench/diagnosis_table.py) reads what a student
     would. Plain TESTs run before TEST_Ps in a binary, whatever their task: without the split a lab 11 bug
-    in the block sort stopped the gate at a quicksort test of the last task."""
+    in the block sort stopped the gate at a quicksort test of the last task. Within a task that has both,
+    its parameterized tests (by name: the report puts the smallest failing input first) run before its
+    plain ones, named one by one (no test name holds a filter's special characters)."""
     if not expected or not filters or (filters[0] is not None and not filters[0].startswith("-")):
         return filters
     first = filters[0]
@@ -67,9 +69,12 @@ def gate_passes(lab: Lab, expected: list[str] | None, filters: list[str | None])
     passes: list[str | None] = []
     for task in lab.tasks:
         mine = [n for n in left if task.matches(n)]
-        if mine:
+        sized, plain = [n for n in mine if "/" in n], [n for n in mine if "/" not in n]
+        if sized and plain:  # the TEST_Ps (an input each, smallest first in the report) before the plain TESTs
+            passes += [":".join(sized), ":".join(plain)]
+        elif mine:
             passes.append(":".join(task.tests) + (f"-{negative}" if negative else ""))
-            left = [n for n in left if n not in mine]
+        left = [n for n in left if n not in mine]
     if not passes:
         return filters
     if left:  # tests of no task still run (a rubric check reports them), last

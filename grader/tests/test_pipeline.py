@@ -376,3 +376,18 @@ def test_the_failure_watcher_reads_googletests_lines() -> None:
     anything: list[str] = []
     failure_watcher(None, anything.append)("[  FAILED  ] Any.Test/3 (1 ms)")
     assert anything == ["Any.Test/3"]
+
+
+def test_the_gate_runs_a_tasks_sized_tests_before_its_plain_ones(tmp_path: Path) -> None:
+    """Lab 02's 2^32-thread check is a plain TEST of the global-ids task, run before the task's TEST_Ps; the
+    report lists the smallest failing input first, so the gate runs the task's TEST_Ps first, by name."""
+    from grader.execute.lab_run import gate_passes
+    from grader.model.labs import discover
+    from grader.tests.conftest import LAB_TOML, write_lab
+
+    write_lab(tmp_path, toml=LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
+                                              'tests = ["AddCorrectness.Small/*", "AddHuge.*"]'))
+    lab = discover(tmp_path)[0]
+    names = ["AddHuge.MoreThan2To32", "AddCorrectness.Small/1", "AddCorrectness.Small/257", "AddCorrectness.Large/9"]
+    assert gate_passes(lab, names, ["-*Perf.*"]) == [
+        "AddCorrectness.Small/1:AddCorrectness.Small/257", "AddHuge.MoreThan2To32", "AddCorrectness.Large/*-*Perf.*"]
