@@ -103,17 +103,17 @@ class Runner:
         return out
 
 
-def open_runner(settings: RunSettings, *, timeouts: list[float], memory_mib: float | None, roots: list[Path],
-                run_dir: Path | None, health: HealthMonitor | None, gpu_available: bool, real: bool,
-                progress: Progress) -> Runner:
-    """The Runner of one grade. timeouts: each lab's run timeout (the global cap follows from them);
-    memory_mib: the limit where a lab sets none (Runner.for_lab gives a lab its own); roots: what a confined
-    run may execute (the build trees); run_dir: where each run gets its folder (None: under /tmp); real: a CMake build (not the tests' fakes)."""
+def open_runner(settings: RunSettings, *, timeouts: list[float], roots: list[Path], run_dir: Path | None,
+                health: HealthMonitor | None, gpu_available: bool, real: bool, progress: Progress) -> Runner:
+    """The Runner of one grade. timeouts: each lab's run timeout (the global cap follows from them); roots:
+    what a confined run may execute (the build trees); run_dir: where each run gets its folder (None: under
+    /tmp); real: a CMake build (not the tests' fakes). Its host-memory limit is --max-host-memory's, else
+    the default; Runner.for_lab gives each lab's runs the lab's own."""
     cap = settings.max_seconds if settings.max_seconds is not None else default_cap_s(timeouts)
     sandbox = probe_sandbox(settings.sandbox)
     limits = settings.limits or process.Limits(nproc=process.nproc_margin())
     notes: list[str] = []
-    confine = _confinement(settings, memory_mib, roots, run_dir) if settings.confine else None
+    confine = _confinement(settings, roots, run_dir) if settings.confine else None
     if confine is not None and health is not None and gpu_available and real:
         confine = _self_check(confine, health, notes)
     policy = runs.RunPolicy(limits=limits, sandbox=sandbox.wrapper if sandbox.active else None, confine=confine,
@@ -131,9 +131,8 @@ def open_runner(settings: RunSettings, *, timeouts: list[float], memory_mib: flo
                   memory_fixed=settings.host_memory_mib is not None)
 
 
-def _confinement(settings: RunSettings, lab_memory: float | None, roots: list[Path],
-                 run_dir: Path | None) -> runs.ConfineSettings:
-    memory = settings.host_memory_mib or lab_memory or runs.DEFAULT_HOST_MEMORY_MIB
+def _confinement(settings: RunSettings, roots: list[Path], run_dir: Path | None) -> runs.ConfineSettings:
+    memory = settings.host_memory_mib or runs.DEFAULT_HOST_MEMORY_MIB
     executable = [str(Path(r).resolve()) for r in roots]
     nvcc = find_nvcc()
     if nvcc:

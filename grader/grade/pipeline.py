@@ -67,8 +67,7 @@ def open_grade(root: Path, labs: list[Lab], builders: Builders, gpu: GpuProbe, o
         roots.append(Path(builders.code.bin_dir).resolve().parent)
     build_dir = getattr(builders.main, "build_dir", None)
     runner = open_runner(
-        options.settings(), timeouts=[options.timeout_s or lab.timeout_s for lab in labs],
-        memory_mib=None, roots=roots,  # each lab's own limit: Runner.for_lab
+        options.settings(), timeouts=[options.timeout_s or lab.timeout_s for lab in labs], roots=roots,
         run_dir=Path(build_dir) / "runs" if build_dir is not None else None, health=health,
         gpu_available=gpu.available, real=real, progress=progress)
     return Grade(info, runner, builders, gpu)

@@ -159,7 +159,7 @@ def profile_lab(lab: Lab, tests: list[TestResult], student: Path | None, referen
             known = (own or {}).get("yours" if role == "variant" else role) if role != "library" else None
             exact = ncu.own_kernels_regex(list(globs), known, demangle(known)) if known is not None else None
             if role == "variant" and exact is None:
-                known = None  # a kernel of the test file (lab 03's AoS scale): matched by its globs
+                known = None  # a kernel the test file defines, not the lab file: matched by its globs
             if known is not None:
                 if exact is None:
                     out.message += (f"{test.name} ({role}): no kernel of the lab file matches the task's names "
