@@ -159,8 +159,7 @@ def _summary(results: Results) -> _Summary:
             s.problems.append(_Line(f"{nn}… and {len(groups) - MAX_FAILURES_PER_LAB} more ways of failing"))
         for task in lab.tasks:  # a big task's steps, once one fails: which step to work on
             if any(not c.ok for c in task.checkpoints):
-                steps = " · ".join(f"{'✓' if c.ok else '✗'} {c.title}" + ("" if c.ok else f" ({c.passed}/{c.total})")
-                                   for c in task.checkpoints)
+                steps = " · ".join(_step(c) for c in task.checkpoints)
                 s.problems.append(_Line(f"{nn}    {task.id} steps: {clean_text(steps)}"))
         if lab.answers is not None and lab.answers.checked and lab.answers.right < len(lab.answers.answers):
             a = lab.answers
@@ -279,3 +278,10 @@ def _render_rich(s: _Summary, stream: TextIO) -> bool:
         console.print()
         console.print(Text("How the grader ran: " + "; ".join(s.setup), style="dim"), soft_wrap=True)
     return True
+
+
+def _step(c) -> str:
+    """One checkpoint: passed, failed with its count, or none of its tests ran (skipped, not a failure)."""
+    if c.ok:
+        return f"✓ {c.title}"
+    return f"✗ {c.title} ({c.passed}/{c.total})" if c.total else f"– {c.title} (none ran)"
