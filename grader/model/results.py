@@ -157,10 +157,26 @@ class CheckpointScore:
     title: str
     passed: int
     total: int
+    failed: int | None = None  # of total, the rest not run (a crash before them, the time limit); None: unknown
 
     @property
     def ok(self) -> bool:
         return self.total > 0 and self.passed == self.total
+
+    @property
+    def state(self) -> str:
+        """"passed", "failed" (a test of it failed), or "not run" (none failed; some or all did not run)."""
+        if self.ok:
+            return "passed"
+        if self.failed or (self.failed is None and self.total):  # a results.json from before 0.7.0: no count
+            return "failed"
+        return "not run"
+
+    @property
+    def counts(self) -> str:
+        if not self.total:
+            return "none ran"
+        return f"{self.passed}/{self.total}" + (", the rest not run" if self.state == "not run" else "")
 
 
 @dataclass

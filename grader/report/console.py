@@ -281,7 +281,6 @@ def _render_rich(s: _Summary, stream: TextIO) -> bool:
 
 
 def _step(c) -> str:
-    """One checkpoint: passed, failed with its count, or none of its tests ran (skipped, not a failure)."""
-    if c.ok:
-        return f"✓ {c.title}"
-    return f"✗ {c.title} ({c.passed}/{c.total})" if c.total else f"– {c.title} (none ran)"
+    """One checkpoint: passed, failed with its count, or not run (skipped or stopped: no failure)."""
+    mark = {"passed": "✓", "failed": "✗"}.get(c.state, "–")
+    return f"{mark} {c.title}" if c.ok else f"{mark} {c.title} ({c.counts})"

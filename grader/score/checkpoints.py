@@ -48,4 +48,4 @@ def score_checkpoints(lab: Lab, result: LabResult) -> None:
             covered = [t for t in mine if t.name not in counted and step.covers(t.name, mismatch.size_of(t.name))]
             counted.update(t.name for t in covered)
             score.checkpoints.append(CheckpointScore(step.title, sum(t.status is Status.PASSED for t in covered),
-                                                     len(covered)))
+                                                     len(covered), sum(t.status is Status.FAILED for t in covered)))

@@ -205,12 +205,16 @@ def test_a_failing_tasks_checkpoints_show_in_the_console_and_the_html(tmp_path) 
     assert "any-n steps: ✓ one tile · ✗ two levels (0/3) · ✗ past 2^32 (0/1)" in out.getvalue()
     html = render_html(results)
     assert '<li class="pass">✓ one tile' in html and '<li class="fail">✗ two levels' in html
-    # A step none of whose tests ran (skipped: no memory for 2^32 items, the gate stopped) did not fail.
-    lab.tasks[0].checkpoints[2] = CheckpointScore("past 2^32", 0, 0)
+    assert "(0/3)" in html
+    # A step none of whose tests ran (skipped: no memory for 2^32 items, the gate stopped) did not fail,
+    # nor one whose tests passed as far as they ran.
+    lab.tasks[0].checkpoints[1:] = [CheckpointScore("two levels", 1, 3, failed=0), CheckpointScore("past 2^32", 0, 0)]
     out = io.StringIO()
     render_console(results, out, color=False)
-    assert "✗ two levels (0/3) · – past 2^32 (none ran)" in out.getvalue()
+    assert "– two levels (1/3, the rest not run) · – past 2^32 (none ran)" in out.getvalue()
     assert '<li class="muted">– past 2^32 <span class="muted">(none ran)</span>' in render_html(results)
+    # A results.json from before 0.7.0 has no failed count: a step short of its tests failed.
+    assert CheckpointScore("two levels", 0, 3).state == "failed"
 
 
 def test_a_failures_line_is_the_tests_words_not_googletests_expression() -> None:
