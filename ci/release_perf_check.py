@@ -14,6 +14,7 @@ Prints a table; exits 1 when a check fails, 3 when a step could not run.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -28,12 +29,13 @@ SLOW_FILE = "matmul.cu"
 SLOW_ENTRY = re.compile(r"(void matmul_fast\(const float\* d_a, const float\* d_b, float\* d_c, int m, int n, int k\) \{\n)")
 
 
-def sh(cmd: list[str], cwd: Path, log: Path) -> int:
+def sh(cmd: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> int:
     print("$", " ".join(cmd), f"(in {cwd})", flush=True)
     with log.open("a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
-        return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, check=False).returncode
+        return subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, check=False,
+                              env={**os.environ, **env} if env else None).returncode
 
 
 def gpu_arch() -> str:
@@ -131,8 +133,11 @@ def main() -> int:
             "--out", str(work / "solution-grade")], root, log)
         solution_results = work / "solution-grade" / "results.json"
     variant = slow_variant(root / "solutions" / SLOW_LAB / SLOW_FILE, work / "variant" / "labs" / SLOW_LAB)
+    # The variant's submission build in this check's own folder: gpu-check's timing stage grades submissions
+    # in build/<preset>-submission, and the two may run side by side.
     sh([py, "-m", "grader", "grade", SLOW_LAB[:2], "--preset", args.preset, "--submission", str(work / "variant"),
-        *jobs, "--out", str(work / "variant-instructor")], root, log)
+        *jobs, "--out", str(work / "variant-instructor")], root, log,
+       env={"CUDALAB_SUBMISSION_BUILD_DIR": str(work / "variant-build")})
     shutil.copyfile(variant, rel / "labs" / SLOW_LAB / SLOW_FILE)
     sh([py, "-m", "grader", "grade", SLOW_LAB[:2], "--preset", args.preset, *jobs,
         "--out", str(work / "variant-release")], rel, log)

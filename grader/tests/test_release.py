@@ -426,3 +426,17 @@ def test_release_this_repository(tmp_path: Path) -> None:
     assert "verified:" in proc.stdout and "Verified:" in (out / "RELEASE.md").read_text()
     assert not (out / "solutions").exists() and not list(out.rglob("test_hidden_*"))
     assert check_tree(out, ROOT) == []
+
+
+def test_release_perf_check_grades_its_variant_in_a_build_folder_of_its_own(tmp_path: Path) -> None:
+    """gpu-check's release and timing stages may run side by side; both grade a submission in this tree, and
+    build/<preset>-submission was the one folder for both. The release check's commands take an env."""
+    from grader.tests.conftest import ci_script
+
+    check = ci_script("release_perf_check")
+    log = tmp_path / "log.txt"
+    code = "import os; print(os.environ.get('CUDALAB_SUBMISSION_BUILD_DIR'))"
+    assert check.sh([sys.executable, "-c", code], tmp_path, log, env={"CUDALAB_SUBMISSION_BUILD_DIR": "/x/variant-build"}) == 0
+    assert log.read_text().splitlines()[-1] == "/x/variant-build"
+    source = (Path(check.__file__)).read_text()
+    assert 'env={"CUDALAB_SUBMISSION_BUILD_DIR": str(work / "variant-build")}' in source
