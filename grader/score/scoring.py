@@ -51,9 +51,21 @@ def score_perf(test: TestResult, goal: PerfGoal, points: float) -> float:
     return perf.earned
 
 
+def _all_or_nothing(total: int, failed: int, short: int) -> str:
+    """Why an all-or-nothing task earns nothing, counting failed tests and tests that did not run apart."""
+    not_run = short - failed
+    if not not_run:
+        return f"all or nothing: {failed} of {total} test(s) failed, so the task earns no points"
+    if not failed:
+        return f"all or nothing: {not_run} of {total} test(s) did not run, so the task earns no points"
+    return (f"all or nothing: {failed} of {total} test(s) failed and {not_run} did not run, so the task earns "
+            "no points")
+
+
 def score_lab(lab: Lab, result: LabResult) -> LabResult:
     """Fill result.tasks, each test's task, perf points, result.score and result.max_score."""
     tasks = {t.id: TaskScore(id=t.id, title=t.title, points=t.points, earned=0.0, challenge=t.challenge) for t in lab.tasks}
+    failed = dict.fromkeys(tasks, 0)  # of the counted tests: the rest that did not pass did not run
     for test in result.tests:
         goal = lab.perf_goal(test.name) if test.kind == "perf" else None
         task = lab.task_for_test(test.name, hidden=test.binary == "hidden")
@@ -61,14 +73,14 @@ def score_lab(lab: Lab, result: LabResult) -> LabResult:
         if task is not None and counts_for_task(test):
             tasks[task.id].tests_total += 1
             tasks[task.id].tests_passed += test.status is Status.PASSED
+            failed[task.id] += test.status is Status.FAILED
 
     for spec in lab.tasks:
         ts = tasks[spec.id]
         if ts.tests_total and spec.scoring == "all-or-nothing":
             ts.earned = spec.points if ts.tests_passed == ts.tests_total else 0.0
             if ts.tests_passed < ts.tests_total:
-                ts.notes.append(f"all or nothing: {ts.tests_total - ts.tests_passed} of {ts.tests_total} "
-                                "test(s) failed, so the task earns no points")
+                ts.notes.append(_all_or_nothing(ts.tests_total, failed[spec.id], ts.tests_total - ts.tests_passed))
         elif ts.tests_total:
             ts.earned = round(spec.points * ts.tests_passed / ts.tests_total, 4)
         elif spec.points:

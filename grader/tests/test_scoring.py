@@ -138,9 +138,17 @@ def test_all_or_nothing_task_earns_nothing_when_one_test_fails(tmp_path: Path) -
                                 t("AddCorrectness.Small/257", Status.FAILED), t("AddCorrectness.Large/1")))
     small = task(res, "small")
     assert (small.tests_passed, small.tests_total, small.earned) == (2, 3, 0.0)
-    assert any("all or nothing: 1 of 3" in n for n in small.notes)
+    assert "all or nothing: 1 of 3 test(s) failed, so the task earns no points" in small.notes
     res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Small/2"), t("AddCorrectness.Large/1")))
     assert task(res, "small").earned == 40.0
+    # A test that did not run (a crash before it, the time limit) counts as not passed, and is said apart:
+    # on the H200, lab 05's gate said "18 of 19 test(s) failed" where 1 failed and the rest did not run.
+    res = score_lab(lab, result(t("AddCorrectness.Small/1", Status.FAILED), t("AddCorrectness.Small/2", Status.NOT_RUN),
+                                t("AddCorrectness.Small/257", Status.NOT_RUN)))
+    assert task(res, "small").notes == ["all or nothing: 1 of 3 test(s) failed and 2 did not run, so the task earns "
+                                        "no points"]
+    res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Small/2", Status.NOT_RUN)))
+    assert task(res, "small").notes == ["all or nothing: 1 of 2 test(s) did not run, so the task earns no points"]
 
 
 def test_a_sanitizer_finding_costs_the_task_that_owns_the_kernel(tmp_path: Path) -> None:
