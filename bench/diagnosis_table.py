@@ -88,7 +88,7 @@ def table(out: Path, root: Path = ROOT, fresh_hints: bool = False) -> dict[str, 
     from grader.model.labs import discover
 
     labs = {lab.name: lab for lab in discover(root)}
-    specific = {h.text for h in hints.load_hints() if h.match is not None or h.signature is not None}
+    specific = {h.text for h in hints.load_hints() if h.match is not None or h.signature}
     rows: dict[str, LabRow] = {}
     for lab_out in sorted(p for p in out.iterdir() if (p / "graded").is_dir()):
         lab = labs.get(lab_out.name)

@@ -30,7 +30,7 @@ class Hint:
     category: Category
     text: str
     match: re.Pattern[str] | None = None
-    signature: str | None = None
+    signature: tuple[str, ...] = ()  # facts that must all hold (signatures()); none: any message
     test: str | None = None  # a glob over the test's name (a lab's own hints)
     task: str | None = None  # the task the test belongs to (a lab's own hints)
     causes: tuple[str, ...] = ()  # what it explains (grader/score/causes.py): the diagnosis table's key
@@ -45,7 +45,7 @@ class Hint:
             return False
         if self.match is not None and not self.match.search(message):
             return False
-        return self.signature is None or all(part in signatures for part in self.signature.split("+"))
+        return all(part in signatures for part in self.signature)
 
 
 class HintsError(ValueError):
@@ -77,12 +77,14 @@ def parse_hints(text: str, source: str = "hints.toml") -> list[Hint]:
     return hints
 
 
-def _signature(value: object) -> str | None:
-    """One signature, or a list of them that must all hold (kept as "a+b")."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(v, str) and "+" not in v for v in value):
-        return "+".join(value)
+def _signature(value: object) -> tuple[str, ...]:
+    """One signature, or a list of them that must all hold."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
     raise ValueError("signature must be a string or a list of strings")
 
 
