@@ -172,12 +172,6 @@ class CheckpointScore:
             return "failed"
         return "not run"
 
-    @property
-    def counts(self) -> str:
-        if not self.total:
-            return "none ran"
-        return f"{self.passed}/{self.total}" + (", the rest not run" if self.state == "not run" else "")
-
 
 @dataclass
 class TaskScore:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from grader.model.results import Category, LabResult, Perf, PerfSeries, RunInfo, Status, TestResult
+from grader.model.results import Category, CheckpointScore, LabResult, Perf, PerfSeries, RunInfo, Status, TestResult
 from grader.model.text import shorten
 
 # ANSI escape sequences (colored compiler output) are dropped; other control characters,
@@ -340,3 +340,22 @@ def perf_summary(perf: Perf) -> str:
 
 def is_perf(test: TestResult) -> bool:
     return test.kind == "perf" or test.perf is not None
+
+
+STEP_MARKS = {"passed": "✓", "failed": "✗", "not run": "–"}
+
+
+def step_parts(step: CheckpointScore) -> tuple[str, str]:
+    """A task's step as the console and the HTML say it: its mark and title ("✗ two levels"), and its counts
+    unless it passed ("0/3", "1/3, the rest not run", "none ran")."""
+    head = f"{STEP_MARKS[step.state]} {step.title}"
+    if step.ok:
+        return head, ""
+    if not step.total:
+        return head, "none ran"
+    return head, f"{step.passed}/{step.total}" + (", the rest not run" if step.state == "not run" else "")
+
+
+def step_text(step: CheckpointScore) -> str:
+    head, counts = step_parts(step)
+    return f"{head} ({counts})" if counts else head

@@ -26,6 +26,7 @@ from grader.report._format import (
     labelled,
     percent,
     split_notes,
+    step_text,
     unit,
 )
 from grader.report.failures import group_failures
@@ -159,7 +160,7 @@ def _summary(results: Results) -> _Summary:
             s.problems.append(_Line(f"{nn}… and {len(groups) - MAX_FAILURES_PER_LAB} more ways of failing"))
         for task in lab.tasks:  # a big task's steps, once one fails: which step to work on
             if any(not c.ok for c in task.checkpoints):
-                steps = " · ".join(_step(c) for c in task.checkpoints)
+                steps = " · ".join(step_text(c) for c in task.checkpoints)
                 s.problems.append(_Line(f"{nn}    {task.id} steps: {clean_text(steps)}"))
         if lab.answers is not None and lab.answers.checked and lab.answers.right < len(lab.answers.answers):
             a = lab.answers
@@ -279,8 +280,3 @@ def _render_rich(s: _Summary, stream: TextIO) -> bool:
         console.print(Text("How the grader ran: " + "; ".join(s.setup), style="dim"), soft_wrap=True)
     return True
 
-
-def _step(c) -> str:
-    """One checkpoint: passed, failed with its count, or not run (skipped or stopped: no failure)."""
-    mark = {"passed": "✓", "failed": "✗"}.get(c.state, "–")
-    return f"{mark} {c.title}" if c.ok else f"{mark} {c.title} ({c.counts})"

@@ -37,11 +37,12 @@ from grader.report._format import (
     slug,
     split_notes,
     split_test_name,
+    step_parts,
     unit,
 )
 from grader.report.failures import group_failures
 from grader.report.standing import NOT_GRADED, lab_standing, standing
-from grader.model.results import LabResult, Perf, Results, Status, TestResult
+from grader.model.results import CheckpointScore, LabResult, Perf, Results, Status, TestResult
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -130,6 +131,11 @@ def view(results: Results) -> dict[str, Any]:
     }
 
 
+def _step_view(step: CheckpointScore) -> dict[str, str]:
+    head, counts = step_parts(step)
+    return {"state": step.state, "head": head, "counts": counts}
+
+
 def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
     anchor = f"lab-{lab.number:02d}"
     pct = percent(lab.score, lab.max_score)
@@ -183,7 +189,7 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
                 if t.perf_points else "",
                 "notes": t.notes,
                 # A big task's steps, shown once one of them fails (issue 29's checkpoints)
-                "checkpoints": [{"title": c.title, "state": c.state, "counts": c.counts}
+                "checkpoints": [_step_view(c)
                                 for c in t.checkpoints] if any(not c.ok for c in t.checkpoints) else [],
             }
             for t in lab.tasks
