@@ -216,7 +216,8 @@ def _values(m: Mismatch) -> list[Pattern]:
         if j is not None and j != s.index and s.actual not in POISON_INTEGERS:
             return [Pattern("misplaced", f"[{s.index}] holds the value that belongs at [{j}]: a result written at "
                                          "the wrong index (an offset missing or counted twice?)")]
-    counts = all(math.isfinite(v) and v == int(v) for v in got + want)  # whole numbers (counts, keys): floats are off both ways anyway
+    # Whole numbers (counts, keys) off both ways moved between places; floats are off both ways anyway.
+    counts = all(math.isfinite(v) and v == int(v) for v in got + want)
     if counts and len(samples) >= 2 and any(g > w for g, w in zip(got, want)) and any(g < w for g, w in zip(got, want)):
         return [Pattern("mixed", "some wrong elements are too large and others too small")]
     if m.total == 1 and len(samples) == 1:  # one result (a sum, a count): which way it is off says a lot
