@@ -249,11 +249,17 @@ class _BoundedReader(threading.Thread):
         self.dropped = 0
         self.on_line = on_line
         self.partial = bytearray()
+        self.skipping = False  # inside a line longer than LINE_BYTES: nothing of it until its newline
 
     def _lines(self, chunk: bytes) -> None:
         assert self.on_line is not None
         *done, rest = (bytes(self.partial) + chunk).split(b"\n")
-        self.partial = bytearray(rest if len(rest) <= LINE_BYTES else b"")
+        if self.skipping:
+            if not done:
+                return
+            done, self.skipping = done[1:], False  # the end of the long line is no line of its own
+        self.skipping = len(rest) > LINE_BYTES
+        self.partial = bytearray(b"" if self.skipping else rest)
         for line in done:
             if len(line) <= LINE_BYTES:
                 try:

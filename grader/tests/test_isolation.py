@@ -227,3 +227,24 @@ def test_stdout_lines_reach_a_watcher_as_they_come(tmp_path) -> None:
     assert [ln for ln, _ in seen] == ["first", "last"]
     assert seen[0][1] < res.duration_s - 0.3  # said while the program still ran
     assert "first" in res.stdout and "last" in res.stdout
+
+
+def test_a_long_line_split_across_reads_gives_the_watcher_no_fragment() -> None:
+    """The end of a line longer than LINE_BYTES, arriving in a later read, is not a line of its own (make
+    test once saw ['first', '', 'last']: the long line's newline came in the next read)."""
+    import io
+
+    from grader.isolate import process as _process
+
+    seen: list[str] = []
+    reader = _process._BoundedReader(io.BytesIO(), seen.append)
+    long_line = b"x" * (_process.LINE_BYTES + 10)
+    for chunk in (b"first\n" + long_line[:5000], long_line[5000:], b"[  FAILED  ] Not.A_line (1 ms)",
+                  b"\nlast\n"):
+        reader._lines(chunk)
+    assert seen == ["first", "last"]
+    seen.clear()
+    reader = _process._BoundedReader(io.BytesIO(), seen.append)
+    for chunk in (b"first\n" + long_line, b"\nlast\n"):  # the newline alone in the next read
+        reader._lines(chunk)
+    assert seen == ["first", "last"]
