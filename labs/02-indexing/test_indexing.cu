@@ -17,6 +17,7 @@
 #include <cudalab/device_buffer.cuh>
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/guarded_buffer.cuh>
+#include <cudalab/kernel_launches.hpp>
 #include <cudalab/random.hpp>
 
 #include "indexing.cuh"
@@ -526,5 +527,42 @@ TEST_F(IndexingGridStrideLaunchCorrectness, ThrowsOnABadLaunch) {
   EXPECT_TRUE(d_out.guards_intact("the output image"));
   EXPECT_EQ(written(d_out.to_host()), 0u) << "the output changed in a launch that cannot run";
 }
+
+class IndexingGridContractCorrectness : public cudalab::GpuTestWithParam<StrideCase> {};
+
+// The contract: add_mirrored_grid_stride runs on exactly the grid and block it is given. A launch of its
+// own grid (one thread per pixel) computes the right image too, so the test asks CUPTI which kernels the
+// GPU ran during the call, and on what shape: whichever API launched them, each must have the given one.
+TEST_P(IndexingGridContractCorrectness, LaunchesOnTheGivenGrid) {
+  const StrideCase c = GetParam();
+  const std::size_t n = static_cast<std::size_t>(c.image.width) * c.image.height;
+  DeviceBuffer<float> d_in(std::vector<float>(n, 1.0f)), d_out(n);
+  cudalab::KernelLaunchLog log;
+  ASSERT_TRUE(log.error().empty()) << "the grader cannot see kernel launches here (" << log.error()
+                                   << "): run the tests without a profiler or tool attached";
+  add_mirrored_grid_stride(d_in.data(), d_out.data(), c.image.width, c.image.height, c.grid, c.block);
+  const std::vector<cudalab::KernelLaunch> launches = log.launches();
+  ASSERT_FALSE(launches.empty()) << "add_mirrored_grid_stride(" << c.image.width << " x " << c.image.height
+                                 << " image, grid " << dims(c.grid) << ", block " << dims(c.block)
+                                 << ") launched no kernel";
+  for (const cudalab::KernelLaunch& k : launches) {
+    const bool same_grid = k.grid.x == c.grid.x && k.grid.y == c.grid.y && k.grid.z == c.grid.z;
+    const bool same_block = k.block.x == c.block.x && k.block.y == c.block.y && k.block.z == c.block.z;
+    EXPECT_TRUE(same_grid && same_block)
+        << "add_mirrored_grid_stride was given grid " << dims(c.grid) << " and block " << dims(c.block) << " for a "
+        << c.image.width << " x " << c.image.height << " image, but launched " << k.name << " on grid "
+        << dims(k.grid) << " with block " << dims(k.block)
+        << ": launch on exactly the grid and block you are given, and let the loop cover the rest";
+  }
+}
+// Grids much smaller than the image, one of them a single block, and one 1D row of blocks.
+INSTANTIATE_TEST_SUITE_P(, IndexingGridContractCorrectness,
+                         ::testing::Values(StrideCase{{1000, 999}, dim3(1, 1), dim3(32, 8)},
+                                           StrideCase{{76, 62}, dim3(2, 3), dim3(16, 16)},
+                                           StrideCase{{1920, 1080}, dim3(132), dim3(256)}),
+                         [](const ::testing::TestParamInfo<StrideCase>& info) {
+                           return image_name(info.param.image) + "_grid" + std::to_string(info.param.grid.x) +
+                                  "x" + std::to_string(info.param.grid.y);
+                         });
 
 }  // namespace
