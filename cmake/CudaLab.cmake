@@ -15,7 +15,9 @@
 #   labNN_hidden_solution    the hidden tests against the reference
 # LIBS are linked into the test binaries only (e.g. CUDA::cublas for a library baseline in the tests):
 # the student's code links against the CUDA runtime and the C/C++ runtime, nothing else.
-# RDC turns on relocatable device code and links the device runtime (dynamic parallelism).
+# RDC turns on relocatable device code for the lab file (dynamic parallelism): its code library is
+# device-linked on its own. The tests launch nothing from the device, so they compile without it, and a
+# submission's build links the pristine build's test objects in an RDC lab too.
 #
 # Why a shared library: the student's code is linked with a version script that keeps every symbol
 # local except global-namespace C++ functions (the contract), and with -z defs. Whatever the file
@@ -39,17 +41,16 @@ function(cudalab_add_lab topic)
   set(solution_src "${solution_dir}/${topic}.cu")
   set(hidden_test_src "${solution_dir}/test_hidden_${topic}.cu")
 
-  # With RDC, CMake links the device runtime (cudadevrt) itself for separable compilation.
   set(test_libs cudalab::common GTest::gtest CUDA::cudart ${ARG_LIBS})
 
   # The test translation unit compiles once and links into both binaries (or, in a build that reuses
   # another build's test objects, links those: tests is the target to link).
-  _cudalab_test_objects(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${test_libs}" "${ARG_RDC}" tests)
+  _cudalab_test_objects(${lab}_tests "${CMAKE_CURRENT_SOURCE_DIR}/test_${topic}.cu" "${test_libs}" tests)
   _cudalab_student_code(${lab}_student "${student_src}" ${ARG_RDC})
-  _cudalab_test_binary(${lab}_student ${tests} ${lab}_student_code "${test_libs}" ${ARG_RDC})
+  _cudalab_test_binary(${lab}_student ${tests} ${lab}_student_code "${test_libs}")
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${solution_src}")
     _cudalab_student_code(${lab}_solution "${solution_src}" ${ARG_RDC})
-    _cudalab_test_binary(${lab}_solution ${tests} ${lab}_solution_code "${test_libs}" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_solution ${tests} ${lab}_solution_code "${test_libs}")
   endif()
   # A student release ships the reference compiled (reference/NN-slug/, grader/authoring/release_reference.py):
   # machine code for the release's GPUs, no source, no PTX. Its tests link against it like the student's
@@ -58,13 +59,13 @@ function(cudalab_add_lab topic)
   if(CUDALAB_BUILD_SOLUTIONS AND NOT EXISTS "${solution_src}" AND EXISTS "${compiled_reference}")
     add_library(${lab}_solution_code SHARED IMPORTED)
     set_target_properties(${lab}_solution_code PROPERTIES IMPORTED_LOCATION "${compiled_reference}")
-    _cudalab_test_binary(${lab}_solution ${tests} ${lab}_solution_code "${test_libs}" ${ARG_RDC})
+    _cudalab_test_binary(${lab}_solution ${tests} ${lab}_solution_code "${test_libs}")
   endif()
   if(CUDALAB_BUILD_SOLUTIONS AND EXISTS "${hidden_test_src}")
-    _cudalab_test_objects(${lab}_hidden_tests "${hidden_test_src}" "${test_libs}" "${ARG_RDC}" hidden_tests)
-    _cudalab_test_binary(${lab}_hidden_student ${hidden_tests} ${lab}_student_code "${test_libs}" ${ARG_RDC})
+    _cudalab_test_objects(${lab}_hidden_tests "${hidden_test_src}" "${test_libs}" hidden_tests)
+    _cudalab_test_binary(${lab}_hidden_student ${hidden_tests} ${lab}_student_code "${test_libs}")
     if(EXISTS "${solution_src}")
-      _cudalab_test_binary(${lab}_hidden_solution ${hidden_tests} ${lab}_solution_code "${test_libs}" ${ARG_RDC})
+      _cudalab_test_binary(${lab}_hidden_solution ${hidden_tests} ${lab}_solution_code "${test_libs}")
     endif()
   endif()
 endfunction()
@@ -73,16 +74,16 @@ endfunction()
 # a build of a submission (CUDALAB_TEST_OBJECTS_FROM: the pristine build of this same tree) links the
 # pristine build's objects instead, when they were compiled from the same file with the same compilers,
 # architectures and flags: each build writes test-objects/<name>.cmake, which lists its objects and that
-# fingerprint. Relocatable device code (RDC) is always compiled here: its device link wants its own.
+# fingerprint. Test objects never hold relocatable device code, so every lab's can be reused.
 # out_var: the target to link (<name>, or <name>_reused, which is imported; <name> is then a no-op
 # target, so that `cmake --build --target <name>` works in either build).
-function(_cudalab_test_objects name source libs rdc out_var)
+function(_cudalab_test_objects name source libs out_var)
   string(TOUPPER "${CMAKE_BUILD_TYPE}" config)
   string(JOIN "|" fingerprint "${source}" "${CMAKE_CUDA_COMPILER}" "${CMAKE_CUDA_COMPILER_VERSION}"
          "${CMAKE_CXX_COMPILER}" "${CMAKE_CXX_COMPILER_VERSION}" "${CMAKE_CUDA_ARCHITECTURES}" "${config}"
          "${CMAKE_CUDA_FLAGS}" "${CMAKE_CUDA_FLAGS_${config}}" "${CMAKE_CXX_FLAGS}" "${CMAKE_CXX_FLAGS_${config}}"
-         "${CUDALAB_SYNC_CHECKS}" "${CUDALAB_LINEINFO}" "${rdc}")
-  if(CUDALAB_TEST_OBJECTS_FROM AND NOT rdc)
+         "${CUDALAB_SYNC_CHECKS}" "${CUDALAB_LINEINFO}")
+  if(CUDALAB_TEST_OBJECTS_FROM)
     set(manifest "${CUDALAB_TEST_OBJECTS_FROM}/test-objects/${name}.cmake")
     unset(reused_objects)
     unset(reused_fingerprint)
@@ -101,7 +102,6 @@ function(_cudalab_test_objects name source libs rdc out_var)
   add_library(${name} OBJECT "${source}")
   target_include_directories(${name} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
   target_link_libraries(${name} PRIVATE ${libs})
-  _cudalab_device_code(${name} ${rdc})
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/test-objects/${name}.cmake" CONTENT
        "set(reused_objects [==[$<TARGET_OBJECTS:${name}>]==])\nset(reused_fingerprint [==[${fingerprint}]==])\n")
   set(${out_var} ${name} PARENT_SCOPE)
@@ -138,14 +138,13 @@ function(_cudalab_student_code prefix source rdc)
   endif()
 endfunction()
 
-function(_cudalab_test_binary name objects code libs rdc)
+function(_cudalab_test_binary name objects code libs)
   add_executable(${name})
   target_link_libraries(${name} PRIVATE ${objects} ${code} cudalab::gtest_main ${libs})
   # Full RELRO: the GOT is read-only once the program starts, so no code in the process can redirect
   # the calls the tests and the timers make.
   target_link_options(${name} PRIVATE "LINKER:-z,relro,-z,now")
   set_target_properties(${name} PROPERTIES LINKER_LANGUAGE CXX RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
-  _cudalab_device_code(${name} ${rdc})
   # One label per binary, its target name (lab03_solution): GoogleTest's PRE_TEST discovery cannot
   # carry a list of labels, and ctest -L takes a regex, so `-L lab03` and `-L solution` both select it.
   gtest_discover_tests(${name}
