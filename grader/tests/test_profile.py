@@ -444,3 +444,30 @@ def test_labs_03_and_05_profile_the_comparisons_the_chapters_teach() -> None:
         "tiled": ("transpose_tiled_kernel*",), "naive": ("transpose_naive_kernel*",)}
     soa = labs["03-vector-add"].perf_goal("VectorAddExtrasPerf.AosVersusSoa")
     assert soa is not None and dict(soa.profile_variants) == {"aos": ("scale_x_aos_kernel*",)}
+
+
+def test_the_library_column_is_the_algorithms_main_kernel() -> None:
+    """A perf test's library baseline is profiled as CUB's main kernel of the algorithm, never the
+    transform kernel the test's input changes launch first (lab 06's library column on the H200), nor the
+    Init kernel that runs before a scan or a histogram sweep."""
+    import re
+
+    from grader.profile.stage import LIBRARY_KERNELS
+
+    ns = "void cub::CUB_300000_SM_900_NS::"
+    def first(baseline: str, launches: list[str]) -> str | None:
+        return next((k for k in launches if re.search(LIBRARY_KERNELS[baseline], k)), None)
+
+    transform = ns + "detail::transform::transform_kernel<policy_hub<0, tuple<float>>>(long, int)"
+    reduce_main = ns + "detail::reduce::DeviceReduceKernel<policy_hub<float>, float *, float *>(float *, int)"
+    reduce_tail = ns + "detail::reduce::DeviceReduceSingleTileKernel<policy_hub<float>, float *>(float *, int)"
+    assert first("cub", [transform, reduce_main, reduce_tail]) == reduce_main
+    scan_init = ns + "detail::scan::DeviceScanInitKernel<ScanTileState<int, true>>(ScanTileState<int, true>, int)"
+    scan_main = ns + "detail::scan::DeviceScanKernel<policy_hub<int>, int *, int *>(int *, int *, int)"
+    assert first("cub", [transform, scan_init, scan_main]) == scan_main
+    hist_init = ns + "DeviceHistogramInitKernel<256, int>(ArrayWrapper<int, 1>, GridQueue<int>)"
+    hist_main = ns + "DeviceHistogramSweepKernel<policy_hub, 256, 1, 1, unsigned char *, int>(unsigned char *)"
+    assert first("cub", [hist_init, hist_main]) == hist_main
+    merge = ns + "detail::merge_sort::DeviceMergeSortBlockSortKernel<policy_hub, unsigned *>(bool, unsigned *)"
+    assert first("thrust_merge", [transform, merge]) == merge
+    assert first("cub", [transform]) is None
