@@ -13,7 +13,7 @@ points are shared by the tools that ran (grader/score/penalties.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ MAX_SHOWN = 5
 SUITE = "sanitizer"
 TASK_ID = "sanitizer"
 CORRECTNESS_FILTER = "-*Perf.*"
+FILTERED_TOOLS = ("racecheck", "synccheck")  # limited to the graded file's own kernels (kernels_to_check)
 
 _PREFIX = re.compile(r"^=+ ?")
 _AT = re.compile(r"^\s*(?:at|by)\s+(?P<where>.+?)\s+in\s+(?P<loc>\S+:\d+)\s*$")
@@ -167,12 +168,27 @@ class ToolRun:
     findings: list[Finding]
 
 
-def sanitizer_argv(sanitizer: str, tool: str, log_file: Path | str) -> list[str]:
+def sanitizer_argv(sanitizer: str, tool: str, log_file: Path | str, kernels: Sequence[str] = ()) -> list[str]:
+    """kernels: the only kernels the tool checks (mangled, exact), all when empty."""
     argv = [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE), "--print-limit", str(PRINT_LIMIT),
             "--log-file", str(log_file)]
     if tool == "memcheck":
         argv += ["--report-api-errors", "no"]  # tests that provoke API errors on purpose are not findings
+    for name in kernels:  # each filter adds kernels: a kernel is checked when it matches any of them
+        argv += ["--kernel-name", f"kne={name}"]
     return argv
+
+
+def kernels_to_check(tool: str, own_kernels: Sequence[str] | None) -> tuple[str, ...]:
+    """The kernels a tool is limited to: for racecheck and synccheck, the graded file's own (the kernels its
+    PTX defines, template instances of CUB or Thrust it launches included). The tests' kernels, the libraries
+    they compute expected answers with (cuBLAS, CUB, Thrust) and the shared-memory scribble cannot race in
+    the student's code, and analysing them was most of lab 11's racecheck (41.4 s of BlockSort and Partition
+    tests on the H200, 1.4 s when limited to the lab file's kernels). Empty (every kernel checked) for the
+    other tools, and when the file's kernels are unknown (no PTX kept) or it defines none."""
+    if tool not in FILTERED_TOOLS or not own_kernels:
+        return ()
+    return tuple(dict.fromkeys(own_kernels))
 
 
 def test_filter(lab: Lab, tool: str) -> str:
@@ -193,14 +209,16 @@ def run_tool(
     policy: runs.RunPolicy | None = None,
     label: str = "student",
     gtest_filter: str = CORRECTNESS_FILTER,
+    kernels: Sequence[str] = (),
 ) -> ToolRun:
-    """One tool over the binary's correctness tests at small sizes (gtest_filter: test_filter's)."""
+    """One tool over the binary's correctness tests at small sizes (gtest_filter: test_filter's), checking
+    only `kernels` when given (kernels_to_check's)."""
     policy = policy or runs.DEFAULT_POLICY
     name = f"{SUITE}.{tool}"
     limit, tool_policy = policy.for_tool(timeout_s)
     tool_root = str(Path(sanitizer).resolve().parent.parent)
     launched = runs.launch(Path(binary), [f"--gtest_filter={gtest_filter}"], limit, env, tool_policy, small=True,
-                           prefix=lambda ch: sanitizer_argv(sanitizer, tool, ch[0].path), extra_channels=1,
+                           prefix=lambda ch: sanitizer_argv(sanitizer, tool, ch[0].path, kernels), extra_channels=1,
                            exec_roots=[tool_root])
     proc = launched.proc
     text = launched.extra[0].decode(errors="replace")
@@ -214,6 +232,8 @@ def run_tool(
     excused = bool(blind) and not findings and (total is None or total <= len(blind))
     result = TestResult(name=name, status=Status.PASSED, kind="correctness", binary=label, duration_s=proc.duration_s,
                         properties={"sanitizer_tool": tool})
+    if kernels:
+        result.properties["sanitizer_kernels_checked"] = str(len(kernels))
     if blind:
         result.properties["sanitizer_unsupported"] = "; ".join(blind)
         result.message = (f"compute-sanitizer {tool} could not check what uses {', '.join(blind)} (not supported "
@@ -254,9 +274,11 @@ def run_tool(
 
 
 def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str], timeout_s: float,
-             gpu_available: bool, tests: list[TestResult], stop_at_first_failure: bool = False) -> list[TestResult]:
+             gpu_available: bool, tests: list[TestResult], stop_at_first_failure: bool = False,
+             own_kernels: Sequence[str] | None = None) -> list[TestResult]:
     """The sanitize stage: each of the lab's tools over the graded binary, or why not. tests: the lab's
-    tests so far (a binary that saw no GPU is not sanitized)."""
+    tests so far (a binary that saw no GPU is not sanitized); own_kernels: the kernels the graded file
+    defines (mangled, from its PTX; None when unknown), to which racecheck and synccheck are limited."""
     if not tools or graded is None:
         return []
     label = graded.label
@@ -283,7 +305,7 @@ def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str
             continue
         runner.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
         run = run_tool(tool_path, tool, graded.path, timeout_s, env=runner.env, policy=runner.policy, label=label,
-                       gtest_filter=test_filter(lab, tool))
+                       gtest_filter=test_filter(lab, tool), kernels=kernels_to_check(tool, own_kernels))
         (runner.progress.ok if run.result.status is Status.PASSED else runner.progress.fail)(
             f"{run.result.name}: {run.result.status.value}"
             + (f" ({len(run.findings)} distinct finding(s))" if run.findings else "")

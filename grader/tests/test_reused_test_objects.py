@@ -112,3 +112,25 @@ def test_a_real_submission_build_compiles_only_the_students_file(tmp_path: Path)
     configured = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
     assert configured.returncode == 0, configured.stdout + configured.stderr
     assert "lab01_tests: compiled in this build" in configured.stdout
+
+
+@pytest.mark.skipif(_pristine() is None or shutil.which("cmake") is None
+                    or not (REPO / "build" / "ci" / "test-objects" / "lab11_tests.cmake").is_file(),
+                    reason="needs the build of every lab that make test-labs makes (build/ci) and cmake")
+def test_a_relocatable_device_code_lab_reuses_the_test_objects_too(tmp_path: Path) -> None:
+    """Lab 11's file needs relocatable device code (dynamic parallelism), its tests do not: a submission's
+    build links the pristine test objects and compiles (and device-links) only the student's file; its
+    test binary is linked without a device link of its own (45.9 s of a first grade on the H200 before)."""
+    pristine = _pristine()
+    assert pristine is not None
+    stage = tmp_path / "stage" / "labs" / "11-quicksort"
+    stage.mkdir(parents=True)
+    shutil.copy(REPO / "labs" / "11-quicksort" / "quicksort.cu", stage / "quicksort.cu")
+    b = SubmissionBuilder(REPO, pristine.name, 2, submission_dir=tmp_path / "stage", directory=tmp_path / "b",
+                          reuse_from=pristine)
+    b.configure(["11-quicksort"])
+    built = b.build("lab11_student")
+    assert built.ok, built.log
+    assert "lab11_student_object" in built.log and "lab11_tests.dir" not in built.log, built.log
+    assert "cmake_device_link" not in built.log.split("lab11_student_code")[-1], built.log
+    assert (tmp_path / "b" / "bin" / "lab11_student").is_file()

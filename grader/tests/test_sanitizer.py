@@ -372,8 +372,11 @@ def test_the_stage_runs_each_tool_with_its_own_filter(lab_root: Path, builder: F
                     'skip = { racecheck = ["AddCorrectness.Large/*"] }\n')
     seen: dict[str, str] = {}
 
-    def fake_run_tool(path, tool, binary, timeout_s, *, env, policy, label, gtest_filter):
+    kernels_seen: dict[str, tuple[str, ...]] = {}
+
+    def fake_run_tool(path, tool, binary, timeout_s, *, env, policy, label, gtest_filter, kernels=()):
         seen[tool] = gtest_filter
+        kernels_seen[tool] = tuple(kernels)
         result = sanitizer.not_run([tool], "stand-in")[0]
         result.status = Status.PASSED
         return sanitizer.ToolRun(tool, result, [])
@@ -382,6 +385,42 @@ def test_the_stage_runs_each_tool_with_its_own_filter(lab_root: Path, builder: F
     monkeypatch.setattr(sanitizer, "run_tool", fake_run_tool)
     lab = run_labs(lab_root, discover(lab_root), builder, GPU, RunOptions(), Progress(stream=io.StringIO())).labs[0]
     assert seen == {"memcheck": "-*Perf.*", "racecheck": "-*Perf.*:AddCorrectness.Large/*"}
+    assert kernels_seen == {"memcheck": (), "racecheck": ()}  # a stand-in build keeps no PTX: every kernel
     race = next(t for t in lab.tests if t.name == "sanitizer.racecheck")
     assert race.properties["sanitizer_left_out"] == "AddCorrectness.Large/*"
     assert "sanitizer_left_out" not in next(t for t in lab.tests if t.name == "sanitizer.memcheck").properties
+
+
+def test_racecheck_and_synccheck_check_only_the_files_own_kernels(tmp_path: Path) -> None:
+    """racecheck and synccheck get one exact --kernel-name filter per kernel of the graded file's PTX, so
+    the tests' library kernels (cuBLAS, CUB, Thrust, the scribble) are not analysed; memcheck and initcheck
+    check every kernel, and so does every tool when the file's kernels are unknown."""
+    own = ["_Z17block_sort_kernelPKjPji", "_Z16partition_kernelPKjPjijPi", "_Z17block_sort_kernelPKjPji"]
+    assert sanitizer.kernels_to_check("racecheck", own) == tuple(own[:2])
+    assert sanitizer.kernels_to_check("synccheck", own) == tuple(own[:2])
+    assert sanitizer.kernels_to_check("memcheck", own) == ()
+    assert sanitizer.kernels_to_check("initcheck", own) == ()
+    assert sanitizer.kernels_to_check("racecheck", None) == ()
+    assert sanitizer.kernels_to_check("racecheck", []) == ()
+
+    args = tmp_path / "args.txt"
+    tool = tmp_path / "cs-args"
+    tool.write_text(_stand_in_recording(args))
+    tool.chmod(0o755)
+    r = sanitizer.run_tool(str(tool), "racecheck", Path("/bin/true"), 10, kernels=own[:2]).result
+    seen = args.read_text().split("\n")
+    pairs = [seen[i + 1] for i, a in enumerate(seen) if a == "--kernel-name"]
+    assert pairs == [f"kne={own[0]}", f"kne={own[1]}"]
+    assert r.properties["sanitizer_kernels_checked"] == "2"
+    sanitizer.run_tool(str(tool), "memcheck", Path("/bin/true"), 10)
+    assert "--kernel-name" not in args.read_text().split("\n")
+
+
+def _stand_in_recording(args: Path) -> str:
+    """A stand-in compute-sanitizer that writes its arguments to ARGS, one a line, and a clean log."""
+    return ("#!/bin/sh\n"
+            f": > {shlex.quote(str(args))}\n"
+            f'for a in "$@"; do printf "%s\\n" "$a" >> {shlex.quote(str(args))}; done\n'
+            'log=""; while [ $# -gt 0 ]; do case "$1" in --log-file) log="$2"; shift;; esac; shift; done\n'
+            'printf "========= COMPUTE-SANITIZER\\n========= ERROR SUMMARY: 0 errors\\n" > "$log"\n'
+            "exit 0\n")
