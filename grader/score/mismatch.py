@@ -206,7 +206,7 @@ def _values(m: Mismatch) -> list[Pattern]:
                                        "shifted by one element")]
         if all(by_index[j][1] == by_index[i][0] for i, j in pairs):
             return [Pattern("shifted", "each wrong element holds the value its left-hand neighbour should: "
-                                       "shifted by one element (inclusive and exclusive mixed up?)")]
+                                       "shifted by one element")]
     offsets = {g - w for g, w in zip(got, want)}  # type: ignore[operator]
     if len(samples) >= 2 and len(offsets) == 1 and (off := offsets.pop()) != 0:
         return [Pattern("constant-offset", f"each wrong element is off by {off:+g}")]

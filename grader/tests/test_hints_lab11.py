@@ -253,3 +253,40 @@ def test_labs_10_and_11_have_at_least_eight_hints_each_keyed_on_a_public_task() 
         public = {t.id for t in lab.tasks if not t.hidden}
         assert len(own) >= 8, name
         assert all(h.task in public for h in own), name
+
+
+def _quicksorted(n: int, mismatch: str) -> str:
+    return value_of("cudalab::DeviceAllEqual(sorted_copy(d_keys.data(), n), d_out, seed)", mismatch,
+                    f"quicksort of n = {n}", "test_quicksort.cu:311")
+
+
+def test_lab_11_a_sorted_run_one_slot_off_is_a_bound_not_a_scan() -> None:
+    """fill-inline-off-by-one (the pivot run one slot too long: the keys after it move up) and
+    greater-side-begin-after-less (the greater side placed too early: keys move down), as the H200 gate
+    saw them at n = 100,003 and 8,193: the hint names the bounds that place keys, not inclusive scans."""
+    up = [195811212, 195816485, 195865211, 195876617, 195902637, 195921496, 195930010, 195960849, 195988883]
+    late = differ(100003, 31976, 4510, 88974, [(4510 + i, str(up[i + 1]), str(up[i])) for i in range(8)], 1111044)
+    down = [4223451957, 4223737415, 4224298010, 4224467812, 4224706348, 4225721814, 4225842705, 4226051335,
+            4226118023]
+    early = differ(8193, 120, 8074, 8192, [(8074 + i, str(down[i]), str(down[i + 1])) for i in range(8)], 101134)
+    found = own_hints(QSORT, [
+        ("QuicksortCorrectness.Random/100003", "recursion", Category.WRONG_ANSWER, _quicksorted(100003, late)),
+        ("QuicksortCorrectness.Random/8193", "recursion", Category.WRONG_ANSWER, _quicksorted(8193, early)),
+    ])
+    for hint in found:
+        assert "A run of sorted keys sits one slot off" in hint, hint
+        assert "i < equal" in hint and "begin + count - greater" in hint
+        assert "inclusive" not in hint.lower()
+
+
+def test_lab_11_the_missing_fence_technique_names_the_fence() -> None:
+    """last-block-no-threadfence: no result shows it, the PTX check of the recursion task does."""
+    message = ("each block fences its stores (__threadfence()) before it counts itself done with atomicAdd, and "
+               "the last block fences again before it reads. Expected /(membar\\.gl|fence\\.(sc|acq_rel)\\.gpu)/ in "
+               "the PTX of quicksort_partition_kernel (the task's points withheld)")
+    found = own_hints(QSORT, [("Techniques.recursion", "recursion", Category.TECHNIQUE_MISSING, message)])
+    assert found[0].startswith("A block's stores to d_out")
+    assert "__threadfence() between a block's last store and that atomicAdd" in found[0]
+    other = own_hints(QSORT, [("Techniques.recursion/2", "recursion", Category.TECHNIQUE_MISSING,
+                               "the quicksort launches its kernels from device code (dynamic parallelism)")])
+    assert "__threadfence" not in other[0]
