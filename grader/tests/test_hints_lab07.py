@@ -413,3 +413,32 @@ def test_07_hints_stay_with_their_task() -> None:
                         "block_scan_hillis_steele_kernel(const int *, int *, unsigned long)", "07-scan/scan.cu:45")
     t = grade("07-scan", [], extra=[sanitizer_result("memcheck", oob)])["sanitizer.memcheck"]
     assert t.task == "hillis-steele" and "bounds guard" in t.hint and "__syncthreads" not in t.hint
+
+
+def test_07_hillis_steele_that_reads_a_neighbour_mid_step() -> None:
+    """hs-no-barrier-per-step as the H200 gate saw it at n = 31: partial sums a place off ([4] holds what
+    belongs at [3]) before racecheck runs. The hint names the barrier after each step."""
+    expected = [6, 6, 12, 18, 24, 27, 28, 30, 33, 39]
+    actual = [6, 6, 6, 7, 18, 14, 5, 9, 11, 12]
+    body = ("29 of 31 elements differ (seed 7038, exact); mismatches span indices 2..30\n"
+            + "".join(f"  [{i}] expected {expected[i]}, actual {actual[i]}\n" for i in range(2, 10))
+            + "  ... and 21 more")
+    failure = value_of(SCAN_AT, SCAN_EXPR, body, "inclusive scan of n = 31")
+    t = grade("07-scan", [("BlockScanCorrectness.HillisSteele/31", [failure])])["BlockScanCorrectness.HillisSteele/31"]
+    assert t.task == "hillis-steele"
+    assert "a thread read its neighbour while that neighbour was still in the middle of a step" in t.hint, t.hint
+    assert "__syncthreads() after every step" in t.hint
+
+
+def test_07_decoupled_scan_illegal_address_points_at_the_reused_scratch() -> None:
+    """dlb-scratch-cleared-once on the H200: the second call with the same scratch starts past the last
+    tile and faults. The decoupled task's hint names clearing the counter and the statuses per call; the
+    same error in another task keeps the grader's bounds hint."""
+    fault = cuda_error("cudaErrorIllegalAddress", "an illegal memory access was encountered", "cudaDeviceSynchronize()",
+                       "/home/s/labs/07-scan/test_scan.cu:99")
+    graded = grade("07-scan", [("ScanDecoupledCorrectness.Exclusive/31", [fault]),
+                               ("ScanCorrectness.Exclusive/31", [fault])])
+    hint = graded["ScanDecoupledCorrectness.Exclusive/31"].hint
+    assert graded["ScanDecoupledCorrectness.Exclusive/31"].task == "decoupled"
+    assert "clear the tile counter and every status word at the start of each call" in hint, hint
+    assert "clear the tile counter" not in graded["ScanCorrectness.Exclusive/31"].hint
