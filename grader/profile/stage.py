@@ -103,8 +103,12 @@ def _widths_of(kernel: str, widths: Mapping[str, tuple[int, int]] | None) -> tup
         return None
     names = demangle(list(widths))
 
-    def plain(name: str) -> str:  # c++filt says <true> where ncu says <1>
-        return re.sub(r"\bfalse\b", "0", re.sub(r"\btrue\b", "1", advice.short_name(name)))
+    def plain(name: str) -> str:
+        # c++filt says <true> where ncu says <1>, and ncu leaves out the namespaces c++filt keeps
+        # ("void matmul_fast_kernel<1>(...)" on the H200 for fast::matmul_fast_kernel<true>).
+        short = re.sub(r"\bfalse\b", "0", re.sub(r"\btrue\b", "1", advice.short_name(name)))
+        head, bracket, args = short.partition("<")
+        return head.rsplit("::", 1)[-1] + bracket + args
 
     short = plain(kernel)
     return next((w for mangled, w in widths.items() if plain(names.get(mangled, mangled)) == short or mangled == kernel),
