@@ -88,15 +88,22 @@ def _pristine() -> Path | None:
 
 @pytest.mark.skipif(_pristine() is None or shutil.which("cmake") is None,
                     reason="needs the build of every lab that make test-labs makes (build/ci) and cmake")
-def test_a_real_submission_build_compiles_only_the_students_file(tmp_path: Path) -> None:
+def _configured(tmp_path: Path, lab: str, file: str) -> tuple[SubmissionBuilder, Path]:
+    """A submission of the lab's skeleton file, its build configured in tmp_path/b to link the pristine
+    build's test objects: (the builder, the pristine build)."""
     pristine = _pristine()
     assert pristine is not None
-    stage = tmp_path / "stage" / "labs" / "01-hello"
+    stage = tmp_path / "stage" / "labs" / lab
     stage.mkdir(parents=True)
-    shutil.copy(REPO / "labs" / "01-hello" / "hello.cu", stage / "hello.cu")
+    shutil.copy(REPO / "labs" / lab / file, stage / file)
     b = SubmissionBuilder(REPO, pristine.name, 2, submission_dir=tmp_path / "stage", directory=tmp_path / "b",
                           reuse_from=pristine)
-    b.configure(["01-hello"])
+    b.configure([lab])
+    return b, pristine
+
+
+def test_a_real_submission_build_compiles_only_the_students_file(tmp_path: Path) -> None:
+    b, pristine = _configured(tmp_path, "01-hello", "hello.cu")
     tests = b.build("lab01_tests")  # the grader still names it: a no-op target here
     built = b.build("lab01_student")
     assert tests.ok and built.ok, built.log
@@ -121,14 +128,7 @@ def test_a_relocatable_device_code_lab_reuses_the_test_objects_too(tmp_path: Pat
     """Lab 11's file needs relocatable device code (dynamic parallelism), its tests do not: a submission's
     build links the pristine test objects and compiles (and device-links) only the student's file; its
     test binary is linked without a device link of its own (45.9 s of a first grade on the H200 before)."""
-    pristine = _pristine()
-    assert pristine is not None
-    stage = tmp_path / "stage" / "labs" / "11-quicksort"
-    stage.mkdir(parents=True)
-    shutil.copy(REPO / "labs" / "11-quicksort" / "quicksort.cu", stage / "quicksort.cu")
-    b = SubmissionBuilder(REPO, pristine.name, 2, submission_dir=tmp_path / "stage", directory=tmp_path / "b",
-                          reuse_from=pristine)
-    b.configure(["11-quicksort"])
+    b, _ = _configured(tmp_path, "11-quicksort", "quicksort.cu")
     built = b.build("lab11_student")
     assert built.ok, built.log
     assert "lab11_student_object" in built.log and "lab11_tests.dir" not in built.log, built.log
