@@ -172,6 +172,19 @@ def _positions(m: Mismatch, geometry: Mapping[str, int]) -> list[Pattern]:
     return out
 
 
+def offset_sign(m: Mismatch) -> int:
+    """+1 when every sampled wrong element is too large by one and the same amount, -1 when too small by
+    it, else 0: with positive inputs (a scan, a count) too large by a constant is something added twice."""
+    got = [_number(s.actual) for s in m.samples]
+    want = [_number(s.expected) for s in m.samples]
+    if len(got) < 2 or any(v is None or not math.isfinite(v) for v in got + want):
+        return 0
+    offsets = {g - w for g, w in zip(got, want)}  # type: ignore[operator]
+    if len(offsets) != 1 or (off := offsets.pop()) == 0:
+        return 0
+    return 1 if off > 0 else -1
+
+
 # One result of many inputs (a sum, a count): below it by at most this share of itself is "inputs lost",
 # above it by at most this factor "inputs counted twice"; further off, junk got in (a float of 4e-44
 # for 15.2 is a value whose bytes were never all written).

@@ -442,3 +442,21 @@ def test_07_decoupled_scan_illegal_address_points_at_the_reused_scratch() -> Non
     assert graded["ScanDecoupledCorrectness.Exclusive/31"].task == "decoupled"
     assert "clear the tile counter and every status word at the start of each call" in hint, hint
     assert "clear the tile counter" not in graded["ScanCorrectness.Exclusive/31"].hint
+
+
+def test_07_look_back_that_adds_past_the_nearest_inclusive_prefix() -> None:
+    """dlb-farthest-prefix on the H200: from tile 72 on every element is too large by 196,248 (prefixes
+    added twice); the same tiles too small by a constant (dlb-publish-exclusive-prefix, or a status read
+    before it was final) keep the look-back-wait hint."""
+    def failure(offset: int) -> str:
+        rows = "".join(f"  [{294912 + i}] expected {1177260 + 2 * i}, actual {1177260 + 2 * i + offset}\n"
+                       for i in range(8))
+        body = ("655360 of 1048583 elements differ (seed 6298505, exact); mismatches span indices 294912..1048575\n"
+                + rows + "  ... and 655352 more")
+        return value_of(SCAN_AT, SCAN_EXPR, body, "exclusive scan of n = 1048583")
+
+    name = "ScanDecoupledCorrectness.Exclusive/1048583"
+    high = grade("07-scan", [(name, [failure(196248)])])[name].hint
+    assert "the look-back added something twice" in high and "stop at the nearest such tile" in high, high
+    low = grade("07-scan", [(name, [failure(-98651)])])[name].hint
+    assert "added something twice" not in low and "Wait (spin" in low, low

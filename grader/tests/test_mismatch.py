@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from grader.score.mismatch import analyse, diagnosis, read
+from grader.score.mismatch import analyse, diagnosis, offset_sign, read
 
 SCAN = {"scan tile": 4096, "warp": 32}
 BLOCKS = {"block": 256, "warp": 32}
 
 
 def message(bad: int, total: int, first: int, last: int, samples: list[tuple[int, str, str]], rule: str = "exact") -> str:
-    lines = [f"Value of: cudalab::DeviceAllEqual(reference_scan(in), out, seed)",
+    lines = ["Value of: cudalab::DeviceAllEqual(reference_scan(in), out, seed)",
              f"  Actual: false ({bad} of {total} elements differ (seed 42, {rule}); mismatches span indices "
              f"{first}..{last}"]
     lines += [f"  [{i}] expected {e}, actual {a}" for i, e, a in samples]
@@ -194,3 +194,18 @@ def test_some_too_large_some_too_small_is_mixed() -> None:
 def test_floats_off_both_ways_are_not_mixed() -> None:
     """A filter's wrong pixels are off both ways as a matter of course: saying so adds nothing."""
     assert "mixed" not in ids(message(2, 3157, 0, 1, [(0, "9.18345423", "5.35963774"), (1, "9.12515547", "9.5")]), {})
+
+
+def test_which_way_a_constant_offset_goes() -> None:
+    """Too large by one amount everywhere is +1 (with positive inputs, something added twice), too small -1;
+    offsets that differ, a single sample or NaN say nothing."""
+    def sign(samples: list[tuple[int, str, str]]) -> int:
+        m = read(message(len(samples), 100, samples[0][0], samples[-1][0], samples))
+        assert m is not None
+        return offset_sign(m)
+
+    assert sign([(10, "1", "9"), (11, "4", "12")]) == 1
+    assert sign([(10, "9", "1"), (11, "12", "4")]) == -1
+    assert sign([(10, "1", "9"), (11, "4", "5")]) == 0
+    assert sign([(10, "1", "9")]) == 0
+    assert sign([(10, "1", "nan"), (11, "4", "nan")]) == 0
