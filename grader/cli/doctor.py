@@ -133,6 +133,17 @@ def _optional_tool(name: str, path: str | None, missing: str, fix: str) -> Check
     return Check(name, True, path) if path else Check(name, False, missing, fix, required=False)
 
 
+def check_cupti() -> Check:
+    from grader.host.toolkit import find_cupti, toolkit_root
+
+    found = find_cupti()
+    if found is None:
+        return Check("CUPTI", False, f"cupti.h or libcupti.so not found under {toolkit_root() or 'the CUDA toolkit'}: "
+                     "lab 02 is not built (its grid contract test asks CUPTI which kernels ran)",
+                     "it comes with the CUDA toolkit (extras/CUPTI; apt install cuda-cupti-dev-13-0)")
+    return Check("CUPTI", True, f"{found[1]}")
+
+
 def check_sanitizer() -> Check:
     from grader.host.toolkit import find_sanitizer
 
@@ -195,7 +206,7 @@ def run_checks(root: Path, gpu: GpuProbe | None = None) -> list[Check]:
     gpu = probe_gpu() if gpu is None else gpu
     return [
         check_nvcc(), check_cmake(root), check_ninja(), check_cxx(), check_gtest(), check_gpu(gpu),
-        check_sanitizer(), check_bwrap(), *check_confinement(), *check_python(),
+        check_cupti(), check_sanitizer(), check_bwrap(), *check_confinement(), *check_python(),
     ]
 
 

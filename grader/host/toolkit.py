@@ -28,6 +28,19 @@ def toolkit_root() -> Path | None:
     return root if root.is_dir() else None
 
 
+def find_cupti() -> tuple[Path, Path] | None:
+    """CUPTI's header and library in the CUDA toolkit (lab 02's tests link it): (cupti.h, libcupti.so)."""
+    root = toolkit_root()
+    if root is None:
+        return None
+    headers = [root / "include" / "cupti.h", root / "extras" / "CUPTI" / "include" / "cupti.h"]
+    libraries = [root / d / "libcupti.so" for d in ("lib64", "lib", "extras/CUPTI/lib64", "targets/x86_64-linux/lib",
+                                                   "targets/sbsa-linux/lib")]
+    header = next((h for h in headers if h.is_file()), None)
+    library = next((lib for lib in libraries if lib.exists()), None)
+    return (header, library) if header is not None and library is not None else None
+
+
 def find_ncu(environ: dict[str, str] | None = None) -> str | None:
     """Nsight Compute: CUDALAB_NCU when set (and nothing else then), else ncu on the PATH, else the
     toolkit's bin/ncu."""

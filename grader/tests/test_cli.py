@@ -262,3 +262,22 @@ def test_no_lab_tree_is_exit_2_and_says_how_to_name_one(tmp_path: Path, monkeypa
     source = tmp_path / "results.json"  # a results.json renders anywhere
     Results(run=RunInfo(started="2026-01-01T00:00:00+00:00")).save(source)
     assert main("report", "--from", str(source), "--out", str(tmp_path / "r")) == 0
+
+
+def test_doctor_names_cupti_which_lab_02_needs(monkeypatch, capsys, tmp_path: Path) -> None:
+    """Lab 02's tests link CUPTI: a toolkit without it is a missing requirement that says so."""
+    from grader.host import toolkit
+
+    monkeypatch.setattr(commands, "probe_gpu", lambda: GPU)
+    monkeypatch.setattr(toolkit, "toolkit_root", lambda: tmp_path)
+    assert toolkit.find_cupti() is None
+    main("doctor")
+    out = capsys.readouterr().out
+    assert "MISSING  CUPTI" in out and "lab 02 is not built" in out, out
+    (tmp_path / "extras" / "CUPTI" / "include").mkdir(parents=True)
+    (tmp_path / "extras" / "CUPTI" / "include" / "cupti.h").write_text("")
+    (tmp_path / "extras" / "CUPTI" / "lib64").mkdir(parents=True)
+    (tmp_path / "extras" / "CUPTI" / "lib64" / "libcupti.so").write_text("")
+    assert toolkit.find_cupti() is not None
+    main("doctor")
+    assert f"ok  CUPTI                {tmp_path}/extras/CUPTI/lib64/libcupti.so" in capsys.readouterr().out
