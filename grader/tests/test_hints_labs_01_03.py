@@ -1068,13 +1068,18 @@ def test_lab_03_hints_stay_in_their_task() -> None:
 def test_lab_02_grid_stride_on_a_grid_of_its_own() -> None:
     """Mutant gs-launches-own-grid: right pixels, but on a rounded-up grid instead of the one given; the
     contract test (CUPTI's kernel records) fails and the hint names the broken contract, not the loop."""
-    failure = ("labs/02-indexing/test_indexing.cu:553: Failure\nValue of: same_grid && same_block\n"
-               "  Actual: false\nExpected: true\nadd_mirrored_grid_stride was given grid 1x1x1 and block 32x8x1 "
-               "for a 1000 x 999 image, but launched add_mirrored_grid_stride_kernel(float const*, float*, int, "
-               "int) on grid 32x125x1 with block 32x8x1: launch on exactly the grid and block you are given, "
-               "and let the loop cover the rest")
+    failure = ("labs/02-indexing/test_indexing.cu:553\nValue of: same_grid && same_block\n"
+               "  Actual: false\nExpected: true\na kernel ran on grid 32x125x1 (block 32x8x1), not on the given "
+               "grid 1x1x1 (block 32x8x1): add_mirrored_grid_stride launched add_mirrored_grid_stride_kernel for a "
+               "1000 x 999 image; launch on exactly the grid and block you are given, and let the loop cover the rest")
     test = "IndexingGridContractCorrectness.LaunchesOnTheGivenGrid/w1000_h999_grid1x1"
     hint = _annotate("02-indexing", {test: [failure]},
                      passed=[_stride_test(1000, 999, (1, 1), (32, 8))])[test]
     assert hint.startswith("add_mirrored_grid_stride chose its own grid")
     assert "visited twice" not in hint
+    # The report's one-line summary of the failure (its first 100 characters) shows both shapes.
+    from grader.report._format import clean_text, first_line
+    from grader.report.failures import said_by_the_test
+
+    summary = first_line(said_by_the_test(clean_text(clean_failure(failure))), 100)
+    assert "ran on grid 32x125x1 (block 32x8x1)" in summary and "the given grid 1x1x1 (block 32x8x1)" in summary

@@ -548,11 +548,12 @@ TEST_P(IndexingGridContractCorrectness, LaunchesOnTheGivenGrid) {
   for (const cudalab::KernelLaunch& k : launches) {
     const bool same_grid = k.grid.x == c.grid.x && k.grid.y == c.grid.y && k.grid.z == c.grid.z;
     const bool same_block = k.block.x == c.block.x && k.block.y == c.block.y && k.block.z == c.block.z;
+    // The shapes first: a report's one-line summary keeps the first 100 characters.
     EXPECT_TRUE(same_grid && same_block)
-        << "add_mirrored_grid_stride was given grid " << dims(c.grid) << " and block " << dims(c.block) << " for a "
-        << c.image.width << " x " << c.image.height << " image, but launched " << k.name << " on grid "
-        << dims(k.grid) << " with block " << dims(k.block)
-        << ": launch on exactly the grid and block you are given, and let the loop cover the rest";
+        << "a kernel ran on grid " << dims(k.grid) << " (block " << dims(k.block) << "), not on the given grid "
+        << dims(c.grid) << " (block " << dims(c.block) << "): add_mirrored_grid_stride launched "
+        << k.name.substr(0, k.name.find('(')) << " for a " << c.image.width << " x " << c.image.height
+        << " image; launch on exactly the grid and block you are given, and let the loop cover the rest";
   }
 }
 // Grids much smaller than the image, one of them a single block, and one 1D row of blocks.
