@@ -290,3 +290,20 @@ def test_lab_11_the_missing_fence_technique_names_the_fence() -> None:
     other = own_hints(QSORT, [("Techniques.recursion/2", "recursion", Category.TECHNIQUE_MISSING,
                                "the quicksort launches its kernels from device code (dynamic parallelism)")])
     assert "__threadfence" not in other[0]
+
+
+def test_lab_11_keys_out_of_place_name_the_tree_order() -> None:
+    """leaves-fire-and-forget on the H200: 99,974 of 100,003 keys out of place, every slot a key (not
+    the poison). The hint names the tail launch and the one scheduling lane; slots still holding the
+    poison keep the never-written hint."""
+    exp = [42559, 148865, 267004, 302057, 324193, 404267, 409462, 423863]
+    got = [3483167, 152902745, 192236838, 103235303, 117745993, 16548711, 289653547, 240954758]
+    scattered = differ(100003, 99974, 0, 100002, [(i, str(exp[i]), str(got[i])) for i in range(8)], 1111044)
+    poison = differ(100003, 99974, 0, 100002, [(i, str(exp[i]), POISON_UNSIGNED) for i in range(8)], 1111044)
+    found = own_hints(QSORT, [
+        ("QuicksortCorrectness.Random/100003", "recursion", Category.WRONG_ANSWER, _quicksorted(100003, scattered)),
+        ("QuicksortCorrectness.Sorted/100003", "recursion", Category.WRONG_ANSWER, _quicksorted(100003, poison)),
+    ])
+    assert "Nearly every key is out of place" in found[0] and "cudaStreamTailLaunch" in found[0], found[0]
+    assert "only lane 0 of the scheduling warp" in found[0]
+    assert "Some output slots were never written" in found[1], found[1]
