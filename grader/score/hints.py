@@ -122,8 +122,9 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
         return found
     ids = {p.id for p in patterns}
     found |= {f"pattern:{i}" for i in ids}
-    if "constant-offset" in ids:  # which way: too large by a constant is something added twice
-        found.add("offset:high" if mismatch.offset_sign(m) > 0 else "offset:low")
+    for p in patterns:  # which way: with positive inputs, too large by a constant is something added twice
+        if p.offset:
+            found.add("offset:high" if p.offset > 0 else "offset:low")
     if "all-wrong" in ids:
         found.add("mismatch:all")
         if m.total == 1 and m.samples and not ids & {"never-written", "nan"}:

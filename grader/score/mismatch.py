@@ -68,6 +68,7 @@ class Pattern:
     id: str  # "all-wrong", "only-first-tiles-right", "last-partial-block", "tail", "tile-boundary",
     #          "strided", "never-written", "nan", "zero", "constant-offset", "shifted", "doubled"
     text: str  # what the student reads: where the first wrong element sits, what the values are
+    offset: float | None = None  # constant-offset: by how much every wrong element is off (its sign says which way)
 
 
 def read(message: str) -> Mismatch | None:
@@ -172,19 +173,6 @@ def _positions(m: Mismatch, geometry: Mapping[str, int]) -> list[Pattern]:
     return out
 
 
-def offset_sign(m: Mismatch) -> int:
-    """+1 when every sampled wrong element is too large by one and the same amount, -1 when too small by
-    it, else 0: with positive inputs (a scan, a count) too large by a constant is something added twice."""
-    got = [_number(s.actual) for s in m.samples]
-    want = [_number(s.expected) for s in m.samples]
-    if len(got) < 2 or any(v is None or not math.isfinite(v) for v in got + want):
-        return 0
-    offsets = {g - w for g, w in zip(got, want)}  # type: ignore[operator]
-    if len(offsets) != 1 or (off := offsets.pop()) == 0:
-        return 0
-    return 1 if off > 0 else -1
-
-
 # One result of many inputs (a sum, a count): below it by at most this share of itself is "inputs lost",
 # above it by at most this factor "inputs counted twice"; further off, junk got in (a float of 4e-44
 # for 15.2 is a value whose bytes were never all written).
@@ -222,7 +210,7 @@ def _values(m: Mismatch) -> list[Pattern]:
                                        "shifted by one element")]
     offsets = {g - w for g, w in zip(got, want)}  # type: ignore[operator]
     if len(samples) >= 2 and len(offsets) == 1 and (off := offsets.pop()) != 0:
-        return [Pattern("constant-offset", f"each wrong element is off by {off:+g}")]
+        return [Pattern("constant-offset", f"each wrong element is off by {off:+g}", offset=off)]
     belongs = {w: s.index for s, w in zip(samples, want) if w not in (0, None)}
     for s, g in zip(samples, got):  # a distinctive value (not 0) that the output needs at another index
         j = belongs.get(g)
