@@ -327,59 +327,6 @@ def test_the_profiled_tests_are_one_per_task_scored_first() -> None:
     assert _chosen(lab, failed) == []
 
 
-def test_a_float4_kernels_sixteen_sectors_are_coalesced() -> None:
-    """The reference's fast matmul stores C as float4s: 16 sectors per warp request is every byte used. The
-    H200 report told it to 'let thread i touch element i' (4 sectors assumed); the kernel's PTX says 16 bytes."""
-    from grader.profile.stage import _widths_of, access_widths
-
-    fast = kernels("matmul-fast")["fast::matmul_fast_kernel<1>"]
-    assert fast.metrics["st_sectors"] == pytest.approx(16.0, abs=0.1)
-    assert any("touch 16 sectors per warp request where 4 would do" in a for a in advice.advise(fast))
-    ptx = ("//\n.visible .entry _ZN4fast18matmul_fast_kernelILb1EEEvPKfS2_Pfiii(\n.param .u64 p\n)\n{\n"
-           "ld.global.nc.f32 %f1, [%rd1];\nst.global.v4.f32 [%rd2], {%f1, %f1, %f1, %f1};\nret;\n}\n"
-           ".visible .entry _Z14scatter_kernelPf(\n.param .u64 p\n)\n{\nst.global.u8 [%rd2], %rs1;\nret;\n}\n")
-    widths = access_widths(ptx)
-    assert widths == {"_ZN4fast18matmul_fast_kernelILb1EEEvPKfS2_Pfiii": (4, 16), "_Z14scatter_kernelPf": (4, 4)}
-    assert access_widths(None) is None
-    # ncu names the instance <1> where c++filt says <true>.
-    w = _widths_of("void fast::matmul_fast_kernel<1>(const float *, const float *, float *, int, int, int)", widths)
-    assert w == (4, 16)
-    fast.metrics["ld_access_bytes"], fast.metrics["st_access_bytes"] = map(float, w)
-    assert not any("sectors per warp request" in a for a in advice.advise(fast))
-    # 4-byte stores 32 sectors apart stay scattered (the naive transpose).
-    naive = kernels("transpose")["transpose_naive_kernel"]
-    naive.metrics["st_access_bytes"] = 4.0
-    assert any("touch 32 sectors per warp request where 4 would do for 4-byte accesses" in a
-               for a in advice.advise(naive))
-
-
-def test_the_references_fast_kernel_stores_float4s(tmp_path: Path) -> None:
-    """The same widths read from the PTX nvcc makes of lab 05's reference (no GPU needed)."""
-    from grader.host.toolkit import find_nvcc
-    from grader.inspect.elf import demangle
-    from grader.profile.stage import access_widths
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("no nvcc here: the PTX cannot be made")
-    import subprocess
-
-    out = tmp_path / "matmul.ptx"
-    subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-std=c++17", "-I", str(REPO / "common" / "include"), "-I",
-                    str(REPO / "labs" / "05-tiled-matmul"), str(REPO / "solutions" / "05-tiled-matmul" / "matmul.cu"),
-                    "-o", str(out)], check=True, capture_output=True, timeout=300)
-    widths = access_widths(out.read_text())
-    by_name = {advice.short_name(d): widths[m] for m, d in demangle(list(widths)).items()}
-    assert by_name["fast::matmul_fast_kernel<true>"] == (4, 16)
-    assert by_name["matmul_tiled_kernel"] == (4, 4) and by_name["transpose_padded_kernel"] == (4, 4)
-    # ncu names the kernel without its namespace, as it did on the H200: the widths are still found.
-    from grader.profile.stage import _widths_of
-
-    assert _widths_of("void matmul_fast_kernel<1>(const float *, const float *, float *, int, int, int)",
-                      widths) == (4, 16)
-    assert _widths_of("matmul_tiled_kernel(const float *, const float *, float *, int, int, int)", widths) == (4, 4)
-
-
 def test_the_roofline_draws_each_kernel_once_and_no_label_over_another() -> None:
     """The H200 report of lab 05 drew cuBLAS's kernel three times (once per perf test), its three labels over
     each other and over the fast kernel's, which sits beside it."""
@@ -401,18 +348,6 @@ def test_the_roofline_draws_each_kernel_once_and_no_label_over_another() -> None
     overlap_x = x1 < x2 + len(t2) * 6 and x2 < x1 + len(t1) * 6
     assert not (overlap_x and abs(y1 - y2) < 13), labels
     assert all(x + len(t) * 6 <= 560 for x, _, t in labels)  # inside the chart
-
-
-def test_a_reduction_is_told_about_bandwidth_not_register_tiles() -> None:
-    """On the H200 every lab 06 kernel and lab 03's SoA scale were told to 'give each thread several outputs
-    (a register tile)': advice for a matmul. At 0.24 FLOP per byte the speed is the bandwidth."""
-    inter = kernels("reduce-interleaved")["reduce_interleaved_kernel<float>"]
-    soa = kernels("aos-soa")["scale_x_soa_kernel"]
-    for k in (inter, soa):
-        said = " ".join(advice.advise(k))
-        assert "register tile" not in said and "FLOP per byte it moves" in said and "16-byte loads" in said
-    tiled = kernels("matmul-fast")["matmul_tiled_kernel"]  # 16 FLOP per byte: the register tile is the lesson
-    assert any("register tile" in a for a in advice.advise(tiled))
 
 
 def test_other_variants_of_a_test_are_profiled_beside_yours(tmp_path: Path) -> None:
@@ -450,30 +385,3 @@ def test_labs_03_and_05_profile_the_comparisons_the_chapters_teach() -> None:
         "tiled": ("transpose_tiled_kernel*",), "naive": ("transpose_naive_kernel*",)}
     soa = labs["03-vector-add"].perf_goal("VectorAddExtrasPerf.AosVersusSoa")
     assert soa is not None and dict(soa.profile_variants) == {"aos": ("scale_x_aos_kernel*",)}
-
-
-def test_the_library_column_is_the_algorithms_main_kernel() -> None:
-    """A perf test's library baseline is profiled as CUB's main kernel of the algorithm, never the
-    transform kernel the test's input changes launch first (lab 06's library column on the H200), nor the
-    Init kernel that runs before a scan or a histogram sweep."""
-    import re
-
-    from grader.profile.stage import LIBRARY_KERNELS
-
-    ns = "void cub::CUB_300000_SM_900_NS::"
-    def first(baseline: str, launches: list[str]) -> str | None:
-        return next((k for k in launches if re.search(LIBRARY_KERNELS[baseline], k)), None)
-
-    transform = ns + "detail::transform::transform_kernel<policy_hub<0, tuple<float>>>(long, int)"
-    reduce_main = ns + "detail::reduce::DeviceReduceKernel<policy_hub<float>, float *, float *>(float *, int)"
-    reduce_tail = ns + "detail::reduce::DeviceReduceSingleTileKernel<policy_hub<float>, float *>(float *, int)"
-    assert first("cub", [transform, reduce_main, reduce_tail]) == reduce_main
-    scan_init = ns + "detail::scan::DeviceScanInitKernel<ScanTileState<int, true>>(ScanTileState<int, true>, int)"
-    scan_main = ns + "detail::scan::DeviceScanKernel<policy_hub<int>, int *, int *>(int *, int *, int)"
-    assert first("cub", [transform, scan_init, scan_main]) == scan_main
-    hist_init = ns + "DeviceHistogramInitKernel<256, int>(ArrayWrapper<int, 1>, GridQueue<int>)"
-    hist_main = ns + "DeviceHistogramSweepKernel<policy_hub, 256, 1, 1, unsigned char *, int>(unsigned char *)"
-    assert first("cub", [hist_init, hist_main]) == hist_main
-    merge = ns + "detail::merge_sort::DeviceMergeSortBlockSortKernel<policy_hub, unsigned *>(bool, unsigned *)"
-    assert first("thrust_merge", [transform, merge]) == merge
-    assert first("cub", [transform]) is None
