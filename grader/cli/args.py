@@ -186,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     _run_opts(p)
     p.add_argument("--out", type=Path, help="report directory (default: reports/)")
     _reveal(p)
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--fresh-reference", dest="reference_cache", action="store_const", const=False,
+                       help="time the reference solution in this grade even if it was timed on this GPU before")
+    cache.add_argument("--reuse-reference", dest="reference_cache", action="store_const", const=True,
+                       help="with --submission: reuse the reference's kept timings as a grade of this tree does "
+                            "(only for submissions you trust: their code runs before the reference is read)")
 
     p = verbs.add_parser("skeleton", help="check or regenerate student skeletons from the solutions")
     _labs(p)
@@ -312,7 +318,7 @@ def dispatch(args: argparse.Namespace) -> Exit:
                 raise GraderError("--profile belongs to grade (the profile goes into its report)", Exit.USAGE)
             return commands.cmd_test(root, args.labs, **common)
         return commands.cmd_grade(root, args.labs, out_dir=args.out, reveal_hidden=args.reveal_hidden,
-                                  profile=args.profile, **common)
+                                  profile=args.profile, reference_cache=args.reference_cache, **common)
     if args.verb == "skeleton":
         return commands.cmd_skeleton(root, args.labs, write=args.write)
     if args.verb == "check":

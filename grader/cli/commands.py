@@ -148,6 +148,7 @@ def _run(
     host_memory_mib: float | None = None,
     compile_timeout_s: float | None = None,
     profile: bool = False,
+    reference_cache: bool | None = None,
 ) -> Results:
     labs = load_labs(root, selectors)
     if submission is not None and solution:
@@ -159,7 +160,8 @@ def _run(
     builder = make_builder(root, preset, jobs)
     options = RunOptions(mode="solution" if solution else "student", build=build, reference=reference, timeout_s=timeout_s,
                          max_seconds=max_seconds, sanitizer_tools=sanitizer_tools, sandbox="auto" if sandbox else "off",
-                         small=small, confine=confine, host_memory_mib=host_memory_mib, profile=profile)
+                         small=small, confine=confine, host_memory_mib=host_memory_mib, profile=profile,
+                         reference_cache=reference_cache)
     if compile_timeout_s:
         options.compile_timeout_s = compile_timeout_s
     if submission is None:
@@ -236,12 +238,14 @@ def cmd_grade(
     host_memory_mib: float | None = None,
     compile_timeout_s: float | None = None,
     profile: bool = False,
+    reference_cache: bool | None = None,
 ) -> Exit:
     stdout = stdout or sys.stdout
     results = _run(root, selectors, solution=solution, preset=preset, jobs=jobs, build=build, reference=True,
                    timeout_s=timeout_s, progress=progress, gpu=gpu, submission=submission, max_seconds=max_seconds,
                    sanitizer_tools=sanitizer_tools, sandbox=sandbox, small=small, confine=confine,
-                   host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s, profile=profile)
+                   host_memory_mib=host_memory_mib, compile_timeout_s=compile_timeout_s, profile=profile,
+                   reference_cache=reference_cache)
     publish(results, out_dir or root / "reports", stdout, reveal_hidden=reveal_hidden, root=root)
     return exit_code(results)
 

@@ -10,16 +10,16 @@ goes over. It reads no context: everything it needs is an argument.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.execute import runs
+from grader.execute import reference_cache, runs
 from grader.execute.runner import Runner
 from grader.model import hidden
 from grader.model.block import Block
 from grader.model.labs import Lab
-from grader.model.results import BuildResult, Category, PerfSeries, Status, TestResult, test_kind
+from grader.model.results import BuildResult, Category, Perf, PerfSeries, Status, TestResult, test_kind
 
 PERF_FILTER = "*Perf.*"
 CORRECTNESS_FILTER = "-*Perf.*"
@@ -110,6 +110,12 @@ class RunRequest:
     max_consecutive_timeouts: int = runs.MAX_CONSECUTIVE_TIMEOUTS
     # Reference timings measured once and reused, {reference target: {test: series}} (a batch); None: time here.
     reference_timings: Mapping[str, Mapping[str, PerfSeries]] | None = None
+    # Keep the reference's timings between grades on this GPU (grader/execute/reference_cache.py).
+    reference_cache: bool = False
+    grade_started: float = 0.0  # time.time() when the grade began: a cache written since is not believed
+    grader_version: str = ""
+    # Called before a timed run (perf tests, the reference's): waits for work that would share the machine.
+    before_timing: Callable[[], None] | None = None
 
 
 @dataclass
@@ -204,13 +210,16 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
                 perf.reference = perf.impl  # the reference is itself: ratio 1.0
         elif perfs and request.reference and binary.reference is not None and binary.reference_built is not None \
                 and binary.reference_built.ok:
+            # Only the perf tests that score are timed on the reference; the others compare with the library.
+            scored = {n: p for n, p in perfs.items() if (goal := lab.perf_goal(n)) is not None and goal.points > 0}
             started = time.monotonic()
-            refs = reference_timings(binary.reference, expected, runner, request, list(perfs), out.gpu_properties)
+            refs = reference_timings(binary.reference, expected, runner, request, scored, out.gpu_properties,
+                                     out.messages, run.properties)
             out.seconds[f"reference {binary.reference.name}"] = round(time.monotonic() - started, 3)
             for name, perf in perfs.items():
                 perf.reference = refs.get(name)
-            if binary.reference_compiled and len(refs) < len(perfs):
-                out.messages.append(compiled_reference_note(lab, run.properties, len(perfs) - len(refs)))
+            if binary.reference_compiled and len(refs) < len(scored):
+                out.messages.append(compiled_reference_note(lab, run.properties, len(scored) - len(refs)))
         elif perfs and request.reference and binary.reference is None:
             out.messages.append("no reference solution in this tree: perf points cannot be scored")
         out.tests += run.tests
@@ -254,6 +263,8 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
                                                      binary.label, binary.target).tests(wanted),
                                          properties={}, notes=[stop.message]))
             continue
+        if request.before_timing is not None and request.perf and gtest_filter in (PERF_FILTER, None):
+            request.before_timing()  # the perf tests time alone on the machine
         passes.append(runs.run_binary(
             binary.path, expected, request.timeout_s, label=binary.label, env=runner.env, gtest_filter=gtest_filter,
             stop_at_first_failure=request.stop_at_first_failure,
@@ -291,18 +302,39 @@ def compiled_reference_note(lab: Lab, properties: dict[str, str], missing: int) 
 
 
 def reference_timings(reference: Path, expected: list[str] | None, runner: Runner, request: RunRequest,
-                      names: list[str], gpu_properties: list[dict[str, str]]) -> dict[str, PerfSeries]:
-    """The reference's own timings of the perf tests the student was timed in, measured in this run."""
+                      perfs: Mapping[str, Perf], gpu_properties: list[dict[str, str]], messages: list[str],
+                      properties: Mapping[str, str]) -> dict[str, PerfSeries]:
+    """The reference's own timings of these perf tests (the student's runs of them just now): a batch's,
+    measured once for the class; kept from an earlier grade on this GPU when the libraries the student's
+    run timed show the GPU unchanged (grader/execute/reference_cache.py); else measured now."""
+    names = list(perfs)
     cached = request.reference_timings.get(reference.name) if request.reference_timings is not None else None
     if cached is not None:
         return {n: s for n, s in cached.items() if n in names}
-    gtest_filter = ":".join(sorted(names)) if names else PERF_FILTER
+    if not names:
+        return {}
+    out: dict[str, PerfSeries] = {}
+    key = reference_cache.gpu_key(properties, runner.env, request.grader_version) if request.reference_cache else None
+    if key is not None:
+        reuse = reference_cache.load(reference, key, perfs, started=request.grade_started)
+        out.update(reuse.timings)
+        names = reuse.missing
+        if reuse.timings:
+            messages.append(reference_cache.reuse_note(reuse.timings, reuse.age_s))
+        if not names:
+            return out
+    if request.before_timing is not None:
+        request.before_timing()
     runner.progress.step(f"timing the reference ({reference.name}, {len(names)} perf tests)")
     run = runs.run_binary(
         reference, [n for n in expected if n in names] if expected is not None else None, request.timeout_s,
-        label="solution", gtest_filter=gtest_filter, env=runner.env,
+        label="solution", gtest_filter=":".join(sorted(names)), env=runner.env,
         max_consecutive_timeouts=request.max_consecutive_timeouts, policy=runner.policy,
     )
     gpu_properties.append(run.properties)
-    return {t.name: t.perf.impl for t in run.tests
-            if t.status is Status.PASSED and t.perf is not None and t.perf.impl is not None}
+    timed = {t.name: t.perf for t in run.tests
+             if t.status is Status.PASSED and t.perf is not None and t.perf.impl is not None}
+    if key is not None and timed:
+        reference_cache.store(reference, key, timed)
+    out.update({n: p.impl for n, p in timed.items() if p.impl is not None})
+    return out

@@ -4,9 +4,10 @@ RunRequest)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from grader import __version__
 from grader.build.cmake import Builder
 from grader.build.stages import COMPILE_MEMORY_MIB, COMPILE_TIMEOUT_S
 from grader.execute import runs
@@ -50,6 +51,14 @@ class RunOptions:
     profile: bool = False  # after the grade, the scored perf tests under Nsight Compute (grader/profile/)
     compile_timeout_s: float = COMPILE_TIMEOUT_S
     compile_memory_mib: float = COMPILE_MEMORY_MIB
+    # Reuse the reference's timings from an earlier grade on this GPU (grader/execute/reference_cache.py):
+    # None: in a grade of this tree, not of a submission staged from elsewhere; False: time it every grade.
+    reference_cache: bool | None = None
+    grade_started: float = 0.0  # time.time() at the start of the grade (set by the pipeline)
+    # While one lab runs, build the next (grader/grade/ahead.py). None: when several labs build on a
+    # machine with cores to spare; its perf tests still time alone.
+    prepare_ahead: bool | None = None
+    before_timing: Callable[[], None] | None = None  # set by the pipeline when it prepares ahead
 
     def settings(self) -> RunSettings:
         return RunSettings(env=dict(self.env), max_seconds=self.max_seconds, sandbox=self.sandbox, confine=self.confine,
@@ -60,4 +69,8 @@ class RunOptions:
         return RunRequest(mode=self.mode, timeout_s=self.timeout_s or lab.timeout_s, perf=self.perf,
                           reference=self.reference, small=self.small, stop_at_first_failure=self.stop_at_first_failure,
                           max_consecutive_timeouts=self.max_consecutive_timeouts,
-                          reference_timings=self.reference_timings)
+                          reference_timings=self.reference_timings,
+                          reference_cache=self.reference_cache if self.reference_cache is not None
+                          else self.staged is None,
+                          grade_started=self.grade_started, grader_version=__version__,
+                          before_timing=self.before_timing)

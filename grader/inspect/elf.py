@@ -399,6 +399,20 @@ def library_paths(binary: Path) -> list[Path]:
     return out
 
 
+_NEEDED = re.compile(r"\(NEEDED\)\s+Shared library: \[(.*)\]")
+
+
+def own_libraries(binary: Path) -> list[Path]:
+    """The shared libraries an executable needs that its own RUNPATH folders hold (a lab's code library:
+    what the binary runs besides itself, which its own bytes do not show)."""
+    text = _run([_tool("readelf"), "-d", "-W", str(binary)], f"readelf -d {binary.name}")
+    names = _NEEDED.findall(text)
+    out: list[Path] = []
+    for folder in library_paths(binary):
+        out += [folder / n for n in names if (folder / n).is_file() and folder / n not in out]
+    return out
+
+
 def demangle(names: Iterable[str]) -> dict[str, str]:
     """Mangled name -> C++ name (c++filt); names it cannot demangle map to themselves."""
     names = list(dict.fromkeys(names))
