@@ -1,6 +1,7 @@
 """A grade, stage after stage (grader/grade/stages.py declares the list; docs/design.md draws it).
 
     run_labs:  open → for each lab: prepare (build, inspect) → finish (run, sanitize, score) → assemble
+               (the next lab's prepare under way while this one finishes: grader/grade/ahead.py)
 
 A batch calls the same halves: it prepares a student's labs in a build slot (grader/grade/prepare.py)
 and finishes them under the GPU's lock. Each stage takes what it needs as arguments and returns what it
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.build.cmake import Builder, CMakeBuilder
@@ -20,6 +21,7 @@ from grader.execute import runs, sanitizer
 from grader.execute.health import HealthMonitor, probe_locator
 from grader.execute.lab_run import correctness_failed, run_lab
 from grader.execute.runner import Runner, open_runner
+from grader.grade import ahead
 from grader.grade.options import RunOptions
 from grader.grade.prepare import PreparedLab, prepare
 from grader.host.environment import GpuProbe, apply_gpu_properties, new_run_info, now_iso
@@ -206,23 +208,39 @@ def assemble(grade: Grade, labs: list[LabResult], options: RunOptions) -> Result
 def grade_labs(grade: Grade, labs: list[Lab], options: RunOptions, progress: Progress,
                prepared: dict[str, PreparedLab] | None = None) -> list[LabResult]:
     """Each lab prepared (unless it was already) and finished, in order; a grader error in one lab is
-    that lab's result, and the others still grade."""
+    that lab's result, and the others still grade. With several labs to build, the next one is prepared
+    while this one runs (grader/grade/ahead.py)."""
     out = []
-    for lab in labs:
-        progress.heading(f"lab {lab.name}: {lab.title}")
-        try:
-            mine = prepared[lab.name] if prepared is not None else None
-            started = time.monotonic()
-            if mine is None and grade.runner.stopped() is None:
-                mine = prepare([lab], grade.builders, staged=options.staged, checks=options.checks,
-                               progress=progress)[lab.name]
-            took = time.monotonic() - started
-            finished = finish_lab(grade, mine or PreparedLab(lab), options, progress)
-            if prepared is None or lab.name not in prepared:
-                finished.seconds = {"prepare": round(took, 3), **finished.seconds}
-            out.append(finished)
-        except Exception as err:  # noqa: BLE001 - a grader bug in one lab must not lose the others' reports
-            out.append(internal_error(grade, lab, err, progress))
+    real = isinstance(grade.builders.main, CMakeBuilder) and options.build
+    early = ahead.Ahead(grade.builders, options.staged, options.checks) \
+        if prepared is None and ahead.wanted(options.prepare_ahead, labs, real) else None
+    if early is not None:
+        options = replace(options, before_timing=early.quiet)
+    try:
+        for i, lab in enumerate(labs):
+            progress.heading(f"lab {lab.name}: {lab.title}")
+            try:
+                mine = prepared[lab.name] if prepared is not None else None
+                started = time.monotonic()
+                took = 0.0
+                if mine is None and grade.runner.stopped() is None:
+                    if early is not None:
+                        mine, took = early.take(lab, progress)
+                    else:
+                        mine = prepare([lab], grade.builders, staged=options.staged, checks=options.checks,
+                                       progress=progress)[lab.name]
+                        took = time.monotonic() - started
+                if early is not None and i + 1 < len(labs) and grade.runner.stopped() is None:
+                    early.start(labs[i + 1])
+                finished = finish_lab(grade, mine or PreparedLab(lab), options, progress)
+                if prepared is None or lab.name not in prepared:
+                    finished.seconds = {"prepare": round(took, 3), **finished.seconds}
+                out.append(finished)
+            except Exception as err:  # noqa: BLE001 - a grader bug in one lab must not lose the others' reports
+                out.append(internal_error(grade, lab, err, progress))
+    finally:
+        if early is not None:
+            early.close()
     return out
 
 
@@ -238,6 +256,7 @@ def run_labs(root: Path, labs: list[Lab], builder: Builder, gpu: GpuProbe, optio
     if options.student_builder is not None and options.student_builder is not builder and options.build:
         progress.step("configuring the submission's build")
         options.student_builder.configure(names)
+    options = replace(options, grade_started=options.grade_started or time.time())
     grade = open_grade(root, labs, builders, gpu, options, progress)
     return assemble(grade, grade_labs(grade, labs, options, progress), options)
 

@@ -3,8 +3,9 @@ grader/tests/test_layering.py checks that each stage's function exists where it 
 drawing names every stage. A new stage goes into this list where its input is made, in the package of
 its subsystem, taking what it needs as arguments and returning a value the next stage takes.
 
-`grade` runs them lab by lab (prepare, then finish); a batch prepares a student's labs in a build slot and
-finishes them under the GPU's lock; the late policy runs in a batch only.
+`grade` runs them lab by lab (prepare, then finish; the next lab's prepare in a thread while this one
+finishes, grader/grade/ahead.py); a batch prepares a student's labs in a build slot and finishes them
+under the GPU's lock; the late policy runs in a batch only.
 """
 
 from __future__ import annotations
