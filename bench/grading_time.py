@@ -3,6 +3,7 @@
 the reference's timing run, each compute-sanitizer tool, scoring, and the rest (configure, reports).
 
     bench/grading_time.py --out bench-out                     # every lab, each reference graded as a student
+    bench/grading_time.py --next --first-failure 05 07 --out DIR  # a next grade; first failures in 05, 07
     bench/grading_time.py --solution --labs 10 11 --out DIR   # grade --solution instead
     bench/grading_time.py --from DIR/results.json             # the table of a grade already made
     bench/grading_time.py --root ../old --labs 11 --out DIR   # another checkout, graded by its own grader
@@ -10,14 +11,21 @@ the reference's timing run, each compute-sanitizer tool, scoring, and the rest (
 "As a student" copies each reference file into a submission folder (labs/NN-slug/<file>) and grades it
 with `grade --submission`: the student's own path, build apart, reference timed beside it. The table
 comes from the grade's results.json (each lab's `seconds`, wall clock per stage); the whole run's wall
-time is measured here, so "other" holds configuring, the health probe and writing the reports. Nothing
-here asserts a time: it measures.
+time is measured here, so "other" holds configuring, the health probe and writing the reports.
+
+--next grades the same files again after an edit (each file touched, so it compiles again), as a
+student's next `make grade` would: the reference's kept timings are reused when the GPU still runs the
+libraries as fast (grader/execute/reference_cache.py); the first grade starts without any.
+--first-failure grades, lab by lab, one bug of the lab's last task (its mutants), and measures the
+seconds from the start of `grade NN` to the first failing test said on the console.
+Nothing here asserts a time: it measures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -108,10 +116,115 @@ def table(results: dict[str, Any], wall_s: float | None) -> str:
     return "\n".join(lines)
 
 
+def grade_once(args: argparse.Namespace, submission: Path | None, out: Path, extra: list[str]) -> tuple[int, float]:
+    cmd = [sys.executable, "-m", "grader", "grade", "--out", str(out / "report"), *extra]
+    if args.preset:
+        cmd += ["--preset", args.preset]
+    if submission is None:
+        cmd.append("--solution")
+    else:
+        cmd += ["--submission", str(submission)]
+    cmd += args.labs
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(out / "grade.log", "w") as log:
+        rc = subprocess.run(cmd, cwd=args.root, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    return rc, time.monotonic() - started
+
+
+def forget_reference_timings(root: Path) -> int:
+    """A first grade: no reference timing kept from an earlier one (in any preset's build)."""
+    gone = 0
+    for path in (root / "build").glob("*/bin/.*.timings.json"):
+        path.unlink()
+        gone += 1
+    return gone
+
+
+def touch_files(submission: Path) -> None:
+    """A student's edit: each file changes (a comment at its end), so each lab compiles again."""
+    for path in submission.glob("labs/*/*"):
+        if path.is_file():
+            path.write_text(path.read_text() + "\n// edited\n")
+
+
+def report(out: Path, wall: float, rc: int, title: str) -> str | None:
+    results_path = out / "report" / "results.json"
+    if not results_path.is_file():
+        print(f"the grade wrote no results.json (exit code {rc}); see {out / 'grade.log'}", file=sys.stderr)
+        return None
+    results = json.loads(results_path.read_text())
+    text = f"{title}\n" + table(results, wall)
+    text += "\nscores: " + ", ".join(f"{lab['name'][:2]} {lab['score']:g}/{lab['max_score']:g}" for lab in results["labs"])
+    return text
+
+
+def last_task_bug(lab: Any) -> Any | None:
+    """A bug of the lab's last task that has one (its failure comes late in the grade: the worst case)."""
+    from grader.authoring.mutation import load_mutants
+
+    bugs = [m for m in load_mutants(lab) if m.kind == "bug"]
+    for task in reversed(lab.tasks):
+        mine = [m for m in bugs if m.task == task.id]
+        if mine:
+            return mine[0]
+    return bugs[0] if bugs else None
+
+
+FAILED_LINE = re.compile(r"^\s*!! (\S+) failed")
+
+
+def first_failures(args: argparse.Namespace, selectors: list[str], out: Path) -> str:
+    """Per lab: seconds from the start of `grade NN --submission` to the first failing test on the console."""
+    from grader.authoring.mutation import mutated_source
+    from grader.model.labs import discover, select
+
+    labs = select(discover(args.root), selectors) if selectors else discover(args.root)
+    rows = [("lab", "bug", "first failure", "test", "grade")]
+    for lab in labs:
+        bug = last_task_bug(lab)
+        if bug is None:
+            continue
+        where = out / lab.name / "submission"
+        if where.exists():
+            shutil.rmtree(where)
+        dest = where / "labs" / lab.name / lab.student_files[0]
+        dest.parent.mkdir(parents=True)
+        dest.write_text(mutated_source(lab, bug))
+        cmd = [sys.executable, "-m", "grader", "grade", lab.name[:2], "--submission", str(where),
+               "--out", str(out / lab.name / "report"), "--reuse-reference"]
+        if args.preset:
+            cmd += ["--preset", args.preset]
+        started = time.monotonic()
+        first: tuple[float, str] | None = None
+        with open(out / lab.name / "grade.log", "w") as log:
+            proc = subprocess.Popen(cmd, cwd=args.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                log.write(f"{time.monotonic() - started:7.2f} {line}")
+                m = FAILED_LINE.match(line)
+                if first is None and m:
+                    first = (time.monotonic() - started, m.group(1))
+            proc.wait()
+        total = time.monotonic() - started
+        rows.append((lab.name, bug.name, f"{first[0]:.1f} s" if first else "none said",
+                     first[1] if first else "", f"{total:.1f} s"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "first failing test on the console, from the start of `grade NN --submission` (a bug of the lab's " \
+           "last task):\n" + "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--labs", nargs="*", default=[], help="lab selectors (default: all)")
     ap.add_argument("--solution", action="store_true", help="grade --solution instead of the references as a student")
+    ap.add_argument("--next", action="store_true",
+                    help="then grade the edited files again, as a student's next grade (reference timings kept)")
+    ap.add_argument("--first-failure", nargs="*", metavar="LAB", default=None,
+                    help="then, lab by lab (these labs, or every one), the seconds until a bug's first failing "
+                         "test is said")
     ap.add_argument("--from", dest="from_json", type=Path, help="print the table of this results.json only")
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "bench-grading-time")
     ap.add_argument("--preset", default=None)
@@ -121,27 +234,26 @@ def main(argv: list[str] | None = None) -> int:
         print(table(json.loads(args.from_json.read_text()), None))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "grader", "grade", "--out", str(args.out / "report")]
-    if args.preset:
-        cmd += ["--preset", args.preset]
-    if args.solution:
-        cmd.append("--solution")
-    else:
-        cmd += ["--submission", str(submission_of_references(args.root, args.labs, args.out / "submission"))]
-    cmd += args.labs
-    started = time.monotonic()
-    with open(args.out / "grade.log", "w") as log:
-        rc = subprocess.run(cmd, cwd=args.root, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
-    wall = time.monotonic() - started
-    results_path = args.out / "report" / "results.json"
-    if not results_path.is_file():
-        print(f"the grade wrote no results.json (exit code {rc}); see {args.out / 'grade.log'}", file=sys.stderr)
+    submission = None if args.solution else submission_of_references(args.root, args.labs, args.out / "submission")
+    extra = [] if args.solution else ["--reuse-reference"]
+    if not args.solution:
+        forget_reference_timings(args.root)
+    rc, wall = grade_once(args, submission, args.out, extra)
+    text = report(args.out, wall, rc, "first grade (every build cold, the reference timed):")
+    if text is None:
         return 2
-    text = table(json.loads(results_path.read_text()), wall)
+    texts = [text]
+    if args.next and submission is not None:
+        touch_files(submission)
+        rc, wall = grade_once(args, submission, args.out / "next", extra)
+        text = report(args.out / "next", wall, rc, "next grade (each file edited, the reference's timings kept when "
+                                                    "the libraries ran as fast):")
+        texts.append(text or f"next grade: no results.json (exit code {rc})")
+    if args.first_failure is not None and not args.solution:
+        texts.append(first_failures(args, args.first_failure or args.labs, args.out / "first-failure"))
+    text = "\n\n".join(texts)
     (args.out / "grading-time.txt").write_text(text + "\n")
     print(text)
-    scores = json.loads(results_path.read_text())
-    print("scores: " + ", ".join(f"{lab['name'][:2]} {lab['score']:g}/{lab['max_score']:g}" for lab in scores["labs"]))
     return 0
 
 

@@ -69,3 +69,39 @@ def test_a_grade_without_stage_seconds_is_tabled_from_its_tests() -> None:
         {"name": "HiddenQuicksort.X/1", "binary": "hidden", "duration_s": 1.0},
         {"name": "sanitizer.racecheck", "binary": "student", "duration_s": 100.0}]}
     assert grading_time.columns(lab) == {"run student": 3.5, "run hidden": 1.0, "racecheck": 100.0}
+
+
+def test_the_first_failure_is_read_from_the_console() -> None:
+    line = "  !! ScanCorrectness.Tiles/4097 failed (details when lab07_student is done)"
+    assert grading_time.FAILED_LINE.match(line).group(1) == "ScanCorrectness.Tiles/4097"
+    assert grading_time.FAILED_LINE.match("  !! lab07_student: 3 passed, 2 failed, 0 skipped, 0 not run") is None
+    assert grading_time.FAILED_LINE.match("  ok lab07_student: 5 passed") is None
+
+
+def test_the_first_failure_grades_a_bug_of_the_last_task() -> None:
+    """Its failure comes late in a grade: the worst case a student meets."""
+    from grader.model.labs import select
+
+    for number in ("05", "07", "11"):
+        lab = select(discover(ROOT), [number])[0]
+        bug = grading_time.last_task_bug(lab)
+        assert bug is not None and bug.kind == "bug"
+        tasks = [t.id for t in lab.tasks]
+        from grader.authoring.mutation import load_mutants
+
+        with_bugs = [t for t in tasks if any(m.task == t and m.kind == "bug" for m in load_mutants(lab))]
+        assert bug.task == with_bugs[-1]
+
+
+def test_a_next_grade_starts_from_edited_files_and_a_first_from_no_kept_timing(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    (sub / "labs" / "05-tiled-matmul").mkdir(parents=True)
+    (sub / "labs" / "05-tiled-matmul" / "matmul.cu").write_text("int x;\n")
+    grading_time.touch_files(sub)
+    assert (sub / "labs" / "05-tiled-matmul" / "matmul.cu").read_text() == "int x;\n\n// edited\n"
+    kept = tmp_path / "build" / "default" / "bin" / ".lab05_solution.timings.json"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("{}")
+    (kept.parent / "lab05_solution").write_text("binary")
+    assert grading_time.forget_reference_timings(tmp_path) == 1
+    assert not kept.exists() and (kept.parent / "lab05_solution").exists()
