@@ -1,7 +1,7 @@
 """A grade, stage after stage (grader/grade/stages.py declares the list; docs/design.md draws it).
 
     run_labs:  open → for each lab: prepare (build, inspect) → finish (run, sanitize, score) → assemble
-               (the next lab's prepare under way while this one finishes: grader/grade/ahead.py)
+               (the other labs' prepare under way while the first finishes: grader/grade/ahead.py)
 
 A batch calls the same halves: it prepares a student's labs in a build slot (grader/grade/prepare.py)
 and finishes them under the GPU's lock. Each stage takes what it needs as arguments and returns what it
@@ -208,8 +208,8 @@ def assemble(grade: Grade, labs: list[LabResult], options: RunOptions) -> Result
 def grade_labs(grade: Grade, labs: list[Lab], options: RunOptions, progress: Progress,
                prepared: dict[str, PreparedLab] | None = None) -> list[LabResult]:
     """Each lab prepared (unless it was already) and finished, in order; a grader error in one lab is
-    that lab's result, and the others still grade. With several labs to build, the next one is prepared
-    while this one runs (grader/grade/ahead.py)."""
+    that lab's result, and the others still grade. With several labs to build, the others are prepared
+    while the first one runs (grader/grade/ahead.py); a lab's "prepare" seconds are then what it waited."""
     out = []
     real = isinstance(grade.builders.main, CMakeBuilder) and options.build
     early = ahead.Ahead(grade.builders, options.staged, options.checks) \
@@ -225,13 +225,14 @@ def grade_labs(grade: Grade, labs: list[Lab], options: RunOptions, progress: Pro
                 took = 0.0
                 if mine is None and grade.runner.stopped() is None:
                     if early is not None:
+                        if i == 0:  # the first lab alone (its tests start soonest), then all the others
+                            early.start([lab])
+                            early.start(labs[1:])
                         mine, took = early.take(lab, progress)
                     else:
                         mine = prepare([lab], grade.builders, staged=options.staged, checks=options.checks,
                                        progress=progress)[lab.name]
                         took = time.monotonic() - started
-                if early is not None and i + 1 < len(labs) and grade.runner.stopped() is None:
-                    early.start(labs[i + 1])
                 finished = finish_lab(grade, mine or PreparedLab(lab), options, progress)
                 if prepared is None or lab.name not in prepared:
                     finished.seconds = {"prepare": round(took, 3), **finished.seconds}

@@ -123,3 +123,33 @@ def test_held_lines_are_said_in_order() -> None:
     held.replay(Progress(stream=out, color=False))
     assert out.getvalue().splitlines() == ["  .. building lab02_student", "  !! lab02_student_object did not compile",
                                            "     see the log"]
+
+
+def test_the_other_labs_are_prepared_together_and_each_reads_its_own_lines(two_labs: Path) -> None:
+    write_lab(two_labs, "03-sub")
+    builder = builder_for(two_labs)
+    builder.specs["lab03_student"] = spec(add_tests(fail_small=True))
+    builder.specs["lab03_solution"] = spec(add_tests())
+    results, text = grade(two_labs, builder, prepare_ahead=True)
+    assert [lab.name for lab in results.labs] == ["01-add", "02-mul", "03-sub"]
+    assert results.labs[2].failed == 1 and results.labs[1].failed == 0
+    sections = text.split("== lab ")
+    assert "building lab02_student" in sections[2] and "lab03" not in sections[2]
+    assert "building lab03_student" in sections[3] and "lab02" not in sections[3]
+    assert "lab01_" not in sections[2] + sections[3]
+    assert builder.threads["lab02_student"] == builder.threads["lab03_student"]  # one build, side by side
+
+
+def test_held_lines_go_to_the_first_lab_they_name(two_labs: Path) -> None:
+    write_lab(two_labs, "03-sub")
+    labs = discover(two_labs)[1:]
+    held = ahead.HeldProgress()
+    held.step("building lab02_student_object, lab03_student_object")
+    held.fail("lab03_student_object did not compile")
+    held.step("configuring")
+    held.ok("built lab03_student (0.4 s)")
+    group = ahead._Group(labs, {}, held)
+    assert ahead.lines_for(group, labs[0]) == [("step", "building lab02_student_object, lab03_student_object"),
+                                               ("step", "configuring")]
+    assert ahead.lines_for(group, labs[1]) == [("fail", "lab03_student_object did not compile"),
+                                               ("ok", "built lab03_student (0.4 s)")]
