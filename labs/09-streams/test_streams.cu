@@ -601,9 +601,9 @@ TEST_F(StreamsResourcesCorrectness, Pipeline) {
 // input and the output share one pinned buffer: pinning 8 GiB takes seconds, and a pipeline reads each
 // chunk in before it writes that chunk back, so in place is as good a test. A chunk never written back
 // still holds its input, and 7 iterations of y = 0.5 y + x never leave y == x.
-class StreamsLargeCorrectness : public cudalab::GpuTest {};
+class StreamsHugeCorrectness : public cudalab::GpuTest {};
 
-TEST_F(StreamsLargeCorrectness, PipelineBeyond2To31) {
+TEST_F(StreamsHugeCorrectness, PipelineBeyond2To31) {
   constexpr std::size_t n = (std::size_t{1} << 31) + 4099;
   constexpr int kStreams = 4, kChunks = 16;
   CUDALAB_SKIP_IF_LARGE(n);
