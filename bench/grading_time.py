@@ -17,7 +17,8 @@ time is measured here, so "other" holds configuring, the health probe and writin
 student's next `make grade` would: the reference's kept timings are reused when the GPU still runs the
 libraries as fast (grader/execute/reference_cache.py); the first grade starts without any.
 --first-failure grades, lab by lab, one bug of the lab's last task (its mutants), and measures the
-seconds from the start of `grade NN` to the first failing test said on the console.
+seconds from the start of `grade NN` to the first failing test said on the console (those grades
+skip the sanitizer stages, which run after every test: they change nothing before the first failure).
 Nothing here asserts a time: it measures.
 """
 
@@ -180,7 +181,7 @@ def first_failures(args: argparse.Namespace, selectors: list[str], out: Path) ->
     from grader.model.labs import discover, select
 
     labs = select(discover(args.root), selectors) if selectors else discover(args.root)
-    rows = [("lab", "bug", "first failure", "test", "grade")]
+    rows = [("lab", "bug", "first failure", "test", "whole grade (no sanitizer)")]
     for lab in labs:
         bug = last_task_bug(lab)
         if bug is None:
@@ -192,7 +193,7 @@ def first_failures(args: argparse.Namespace, selectors: list[str], out: Path) ->
         dest.parent.mkdir(parents=True)
         dest.write_text(mutated_source(lab, bug))
         cmd = [sys.executable, "-m", "grader", "grade", lab.name[:2], "--submission", str(where),
-               "--out", str(out / lab.name / "report"), "--reuse-reference"]
+               "--out", str(out / lab.name / "report"), "--reuse-reference", "--sanitizer", "none"]
         if args.preset:
             cmd += ["--preset", args.preset]
         started = time.monotonic()
