@@ -37,6 +37,9 @@ FILTERED_TOOLS = ("racecheck", "synccheck")  # limited to the graded file's own 
 _PREFIX = re.compile(r"^=+ ?")
 _AT = re.compile(r"^\s*(?:at|by)\s+(?P<where>.+?)\s+in\s+(?P<loc>\S+:\d+)\s*$")
 _AT_OLD = re.compile(r"^\s*at\s+0x[0-9a-f]+\s+in\s+(?P<loc>\S+:\d+):(?P<where>.+)$")
+# With -lineinfo, a finding in an inlined function (a __device__ helper, a libcu++ atomic) lists the
+# functions it was inlined into, the kernel last: "Device Frame: kernel(...)+0x70 in file.cu:12".
+_DEVICE_FRAME = re.compile(r"^\s*Device Frame:\s*(?P<where>.+?)\s+in\s+(?P<loc>\S+:\d+)\s*$")
 _RACE = re.compile(
     r"^(?P<sev>Error|Warning): Race reported between (?P<a>\w+) access at (?P<k1>.+?) in (?P<l1>\S+:\d+)\s*$"
 )
@@ -84,6 +87,7 @@ class Finding:
     location: str  # file:line (basename)
     count: int = 1
     detail: str = ""
+    function: str = ""  # the inlined function the access is in, when it is not the kernel itself
 
     def line(self) -> str:
         where = f" in {self.kernel}" if self.kernel else ""
@@ -93,9 +97,11 @@ class Finding:
         return f"{self.what}{where}{at}{times}{extra}"
 
 
-def parse_log(text: str, tool: str) -> tuple[list[Finding], int | None]:
+def parse_log(text: str, tool: str, own_files: Sequence[str] = ()) -> tuple[list[Finding], int | None]:
     """Distinct findings of a compute-sanitizer report (merged by what, kernel and location), and the
-    number of errors its summary states (None when it has no summary)."""
+    number of errors its summary states (None when it has no summary). A finding inside an inlined
+    function is the kernel's (the last device frame) at the first frame in one of own_files (the graded
+    file's names), where the student can act on it, with the inlined function as its detail."""
     lines = [_PREFIX.sub("", ln.rstrip()) for ln in text.splitlines() if ln.startswith("=")]
     merged: dict[tuple[str, str, str], Finding] = {}
     total: int | None = None
@@ -103,7 +109,8 @@ def parse_log(text: str, tool: str) -> tuple[list[Finding], int | None]:
     def add(f: Finding) -> None:
         key = (f.what, f.kernel, f.location)
         old = merged.get(key)
-        merged[key] = f if old is None else Finding(f.tool, f.what, f.kernel, f.location, old.count + f.count, old.detail)
+        merged[key] = f if old is None else Finding(f.tool, f.what, f.kernel, f.location, old.count + f.count, old.detail,
+                                                    old.function)
 
     i = 0
     while i < len(lines):
@@ -136,19 +143,35 @@ def parse_log(text: str, tool: str) -> tuple[list[Finding], int | None]:
             i += 1
             continue
         if ln and not ln.startswith(" ") and _HEADLINE.match(ln) and "SUMMARY" not in ln and "COMPUTE-SANITIZER" not in ln:
-            what, kernel, loc = ln.strip().rstrip(":"), "", ""
+            what = ln.strip().rstrip(":")
+            frames: list[tuple[str, str]] = []  # (function, file:line), innermost first
+            host = False
             j = i + 1
             while j < len(lines) and lines[j].startswith(" "):
+                host = host or lines[j].strip().startswith(("Saved host backtrace", "Host Frame"))
                 m3 = _AT.match(lines[j]) or _AT_OLD.match(lines[j])
-                if m3 and not kernel and lines[j].strip().startswith("at"):
-                    kernel, loc = kernel_name(m3.group("where")), short_location(m3.group("loc"))
+                if m3 and not frames and lines[j].strip().startswith("at"):
+                    frames.append((kernel_name(m3.group("where")), short_location(m3.group("loc"))))
+                m4 = None if host or not frames else _DEVICE_FRAME.match(lines[j])
+                if m4:
+                    frames.append((kernel_name(m4.group("where")), short_location(m4.group("loc"))))
                 j += 1
             if not what.startswith("Program hit") and not what.startswith("Saved host"):
-                add(Finding(tool, what, kernel, loc))
+                add(_finding(tool, what, frames, own_files))
             i = j
             continue
         i += 1
     return list(merged.values()), total
+
+
+def _finding(tool: str, what: str, frames: list[tuple[str, str]], own_files: Sequence[str]) -> Finding:
+    if not frames:
+        return Finding(tool, what, "", "")
+    kernel = frames[-1][0]
+    mine = [f for f in frames if f[1].rpartition(":")[0] in own_files]
+    location = (mine[0] if mine else frames[0])[1]
+    inside = frames[0][0] if frames[0][0] != kernel else ""
+    return Finding(tool, what, kernel, location, detail=f"inside {inside} (inlined)" if inside else "", function=inside)
 
 
 def unsupported(text: str) -> list[str]:
@@ -210,6 +233,7 @@ def run_tool(
     label: str = "student",
     gtest_filter: str = CORRECTNESS_FILTER,
     kernels: Sequence[str] = (),
+    own_files: Sequence[str] = (),
 ) -> ToolRun:
     """One tool over the binary's correctness tests at small sizes (gtest_filter: test_filter's), checking
     only `kernels` when given (kernels_to_check's)."""
@@ -225,7 +249,7 @@ def run_tool(
     # The tests ran to the end under the tool, and the harness saw the tool attached and small mode on.
     attempt = runs.read_launch(launched, label, verify=policy.verify)
     finished = attempt.parsed is not None
-    findings, total = parse_log(text, tool)
+    findings, total = parse_log(text, tool, own_files)
     blind = unsupported(text)
     # The tool counts its own "not supported" warnings as errors (summary and exit code): with nothing
     # else found, they are what it could not check, not a bug of the program.
@@ -252,8 +276,11 @@ def run_tool(
         if shown:
             result.properties["sanitizer_kernel"] = shown[0].kernel
             result.properties["sanitizer_location"] = shown[0].location
-        kernels = sorted({f.kernel for f in findings if f.kernel})
-        if kernels:  # every kernel a finding names: each costs the task that owns it (apply_points)
+        # Every kernel a finding names costs the task that owns it (score/penalties.py); a finding inside an
+        # inlined function names it first ("function>kernel"): a task that owns the function pays, else the
+        # kernel's (a libcu++ atomic, which no task owns).
+        kernels = sorted({f"{f.function}>{f.kernel}" if f.function else f.kernel for f in findings if f.kernel})
+        if kernels:
             result.properties["sanitizer_kernels"] = ",".join(kernels)
     elif proc.timed_out:
         result.status = Status.NOT_RUN
@@ -305,7 +332,8 @@ def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str
             continue
         runner.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
         run = run_tool(tool_path, tool, graded.path, timeout_s, env=runner.env, policy=runner.policy, label=label,
-                       gtest_filter=test_filter(lab, tool), kernels=kernels_to_check(tool, own_kernels))
+                       gtest_filter=test_filter(lab, tool), kernels=kernels_to_check(tool, own_kernels),
+                       own_files=[Path(f).name for f in lab.student_files])
         (runner.progress.ok if run.result.status is Status.PASSED else runner.progress.fail)(
             f"{run.result.name}: {run.result.status.value}"
             + (f" ({len(run.findings)} distinct finding(s))" if run.findings else "")

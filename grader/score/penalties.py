@@ -104,8 +104,10 @@ def charge_findings(lab: Lab, result: LabResult, tests: list[TestResult]) -> Non
     for t in tests:
         if t.status is not Status.FAILED:
             continue
-        for kernel in filter(None, t.properties.get("sanitizer_kernels", "").split(",")):
-            task = lab.task_for_kernel(kernel)
+        for entry in filter(None, t.properties.get("sanitizer_kernels", "").split(",")):
+            # "function>kernel": the inlined function's owner first, else the kernel's
+            kernel, task = next(((k, task) for k in entry.split(">") if (task := lab.task_for_kernel(k)) is not None),
+                                (entry, None))
             if task is not None:
                 charged.setdefault(task.id, []).append(f"{t.name.split('.', 1)[1]} in {kernel}")
                 t.task = t.task or task.id

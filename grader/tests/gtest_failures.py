@@ -108,12 +108,12 @@ def cuda_error(name: str, text: str, call: str, where: str) -> str:
 
 # --- compute-sanitizer --------------------------------------------------------------------------------------
 
-def sanitizer_result(tool: str, log: str) -> TResult:
+def sanitizer_result(tool: str, log: str, own_files: tuple[str, ...] = ()) -> TResult:
     """A compute-sanitizer result as grader/execute/sanitizer.run_tool makes it from the tool's log."""
-    findings, total = sanitizer.parse_log(log, tool)
+    findings, total = sanitizer.parse_log(log, tool, own_files)
     assert findings, "the log must hold a finding"
     count = total if total is not None else sum(f.count for f in findings)
-    kernels = ",".join(sorted({f.kernel for f in findings if f.kernel}))
+    kernels = ",".join(sorted({f"{f.function}>{f.kernel}" if f.function else f.kernel for f in findings if f.kernel}))
     return TResult(name=f"sanitizer.{tool}", status=Status.FAILED, kind="correctness",
                    category=Category.SANITIZER,
                    message="\n".join([f"compute-sanitizer {tool} reported {count} error(s):"]

@@ -38,6 +38,48 @@ def test_memcheck_log() -> None:
     assert f.count == 2 and "oob_kernel at probe.cu:4 (2 times)" in f.line()
 
 
+# A write inside an inlined libcu++ atomic (lab 07's look-back publishing a status word past its scratch,
+# the H200 gate's dlb-scratch-cleared-once), in the format of compute-sanitizer's inlined device frames.
+INLINED = """========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 8 bytes
+=========     at void cuda::std::__4::__cuda_atomic_store<unsigned long>(volatile unsigned long *, unsigned long)+0x50 in /usr/local/cuda/include/cuda/std/__atomic/functions/cuda_ptx_generated.h:1009
+=========     by thread (0,0,0) in block (3,0,0)
+=========     Access to 0x7f0c4d000410 is out of bounds
+=========     and is 9 bytes after the nearest allocation at 0x7f0c4d000000 of size 1,031 bytes
+=========         Device Frame: cuda::std::__4::__atomic_ref_base<unsigned long>::store(unsigned long, cuda::std::__4::memory_order) const+0x50 in /usr/local/cuda/include/cuda/std/__atomic/types/base.h:88
+=========         Device Frame: void decoupled_scan_kernel<false, 256, 4>(const int *, int *, unsigned long, unsigned long *, unsigned int *)+0x50 in /tmp/cudalab-stage-x/labs/07-scan/scan.cu:512
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: scan_decoupled(const int *, int *, unsigned long, void *) [0x1234] in liblab07_student_code.so
+=========
+========= ERROR SUMMARY: 1 error
+"""
+
+
+def test_a_finding_inside_an_inlined_function_is_the_kernels_at_the_students_line() -> None:
+    """Issue 25: it named cuda_ptx_generated.h:1009 and a libcu++ function no task owns, so the report's
+    first entry pointed nowhere and the finding cost no task."""
+    findings, total = sanitizer.parse_log(INLINED, "memcheck", ["scan.cu"])
+    assert total == 1 and len(findings) == 1
+    f = findings[0]
+    assert f.kernel == "decoupled_scan_kernel<false, 256, 4>" and f.location == "scan.cu:512"
+    assert f.detail == "inside cuda::std::__4::__cuda_atomic_store<unsigned long> (inlined)"
+    assert f.line().startswith("Invalid __global__ write of size 8 bytes in decoupled_scan_kernel<false, 256, 4> at "
+                               "scan.cu:512; inside cuda::std::")
+    # Without the graded file's name the innermost frame's line stays, but the kernel is still the kernel.
+    bare, _ = sanitizer.parse_log(INLINED, "memcheck")
+    assert bare[0].kernel == "decoupled_scan_kernel<false, 256, 4>" and bare[0].location == "cuda_ptx_generated.h:1009"
+    # A helper of the student's own, inlined into the kernel: its line, the kernel, the helper named.
+    helper = INLINED.replace("/usr/local/cuda/include/cuda/std/__atomic/functions/cuda_ptx_generated.h:1009",
+                             "/tmp/s/labs/07-scan/scan.cu:470").replace(
+        "void cuda::std::__4::__cuda_atomic_store<unsigned long>(volatile unsigned long *, unsigned long)",
+        "publish(StatusWord *, unsigned long)")
+    mine, _ = sanitizer.parse_log(helper, "memcheck", ["scan.cu"])
+    assert (mine[0].kernel, mine[0].location, mine[0].detail) == (
+        "decoupled_scan_kernel<false, 256, 4>", "scan.cu:470", "inside publish (inlined)")
+    # Host frames never count as device frames.
+    assert "scan_decoupled" not in f.line() and "liblab07" not in f.line()
+
+
 @pytest.mark.parametrize("log, severity, lines", [
     ("racecheck_warning.log", "warning", ("probe.cu:8", "probe.cu:10")),
     ("racecheck_error.log", "error", ("probe.cu:15", "probe.cu:17")),
@@ -106,6 +148,18 @@ def test_run_tool_reports_findings(tmp_path: Path) -> None:
     assert r.name == "sanitizer.memcheck" and r.status is Status.FAILED and r.category is Category.SANITIZER
     assert "reported 256 error(s)" in r.message and "oob_kernel at probe.cu:4" in r.message
     assert r.properties["sanitizer_kernel"] == "oob_kernel" and r.properties["sanitizer_location"] == "probe.cu:4"
+
+
+def test_run_tool_names_the_kernel_and_the_inlined_function(tmp_path: Path) -> None:
+    (tmp_path / "inlined.log").write_text(INLINED)
+    tool = tmp_path / "cs-inlined"
+    tool.write_text(_stand_in(tmp_path / "inlined.log", attached="true").replace("exit 1", f"exit {sanitizer.ERROR_EXITCODE}"))
+    tool.chmod(0o755)
+    r = sanitizer.run_tool(str(tool), "memcheck", Path("/bin/true"), 10, own_files=["scan.cu"]).result
+    assert r.status is Status.FAILED and "in decoupled_scan_kernel<false, 256, 4> at scan.cu:512" in r.message
+    assert r.properties["sanitizer_location"] == "scan.cu:512"
+    assert r.properties["sanitizer_kernels"] == \
+        "cuda::std::__4::__cuda_atomic_store<unsigned long>>decoupled_scan_kernel<false, 256, 4>"
 
 
 def test_what_the_tool_cannot_watch_is_a_note_not_a_finding(tmp_path: Path) -> None:
@@ -374,7 +428,8 @@ def test_the_stage_runs_each_tool_with_its_own_filter(lab_root: Path, builder: F
 
     kernels_seen: dict[str, tuple[str, ...]] = {}
 
-    def fake_run_tool(path, tool, binary, timeout_s, *, env, policy, label, gtest_filter, kernels=()):
+    def fake_run_tool(path, tool, binary, timeout_s, *, env, policy, label, gtest_filter, kernels=(),
+                      own_files=()):
         seen[tool] = gtest_filter
         kernels_seen[tool] = tuple(kernels)
         result = sanitizer.not_run([tool], "stand-in")[0]

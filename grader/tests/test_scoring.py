@@ -174,6 +174,27 @@ def test_a_sanitizer_finding_costs_the_task_that_owns_the_kernel(tmp_path: Path)
     assert task(res, "large").earned == 40.0 and tools[0].task == "small"
 
 
+def test_a_finding_inside_an_inlined_function_costs_its_owner_else_the_kernels(tmp_path: Path) -> None:
+    """A memcheck finding inside a libcu++ atomic cost no task (no task owns the atomic); now it costs the
+    kernel's. One inside a helper a task owns still costs that task, as before."""
+    from grader.execute import sanitizer
+    from grader.tests.conftest import LAB_TOML
+
+    toml = (LAB_TOML.replace('tests = ["AddCorrectness.Small/*"]',
+                             'tests = ["AddCorrectness.Small/*"]\nkernels = ["add_small_*", "small_helper"]')
+            .replace('tests = ["AddCorrectness.Large/*"]', 'tests = ["AddCorrectness.Large/*"]\nkernels = ["add_large_*"]')
+            + '\n[sanitizer]\ntools = ["memcheck"]\ncost = 0.5\n')
+    lab = load_lab(write_lab(tmp_path, toml=toml), tmp_path)
+    for entry, charged in [("cuda::std::__4::__cuda_atomic_store<unsigned long>>add_large_kernel<false, 256, 4>", "large"),
+                           ("small_helper>add_large_kernel<true, 256, 4>", "small")]:
+        res = score_lab(lab, result(t("AddCorrectness.Small/1"), t("AddCorrectness.Large/1")))
+        tools = sanitizer.not_run(["memcheck"], "why")
+        tools[0].status = Status.FAILED
+        tools[0].properties["sanitizer_kernels"] = entry
+        penalties.apply_points(lab, res, tools)
+        assert task(res, charged).earned == 20.0 and res.score == 60.0 and tools[0].task == charged, entry
+
+
 def test_a_gpu_too_small_is_excused_but_memory_held_elsewhere_is_not(lab) -> None:
     too_small = t("AddCorrectness.Large/2", Status.SKIPPED,
                   "GPU too small: this test needs 19456 MiB of device memory and this GPU has 8192 MiB in all")
