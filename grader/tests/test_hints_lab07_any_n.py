@@ -182,6 +182,20 @@ def test_07_decoupled_scan_illegal_address_points_at_the_reused_scratch() -> Non
     assert "clear the tile counter" not in graded["ScanCorrectness.Exclusive/31"].hint
 
 
+def test_07_decoupled_status_word_written_past_the_scratch() -> None:
+    """dlb-scratch-cleared-once under memcheck (the H200 gate, --diagnose): the write is inside the libcu++
+    atomic the look-back inlines; the finding is the decoupled kernel's, at the student's line, and its
+    hint names the reused scratch. The same write in another kernel keeps the grader's bounds hint."""
+    from grader.tests.test_sanitizer import INLINED
+
+    t = grade("07-scan", [], extra=[sanitizer_result("memcheck", INLINED, ("scan.cu",))])["sanitizer.memcheck"]
+    assert t.task == "decoupled" and "at scan.cu:512" in t.message
+    assert "published a tile's status word past the scratch" in t.hint and "in every call" in t.hint, t.hint
+    other = INLINED.replace("decoupled_scan_kernel<false, 256, 4>", "scan_tiles_kernel<true>")
+    t = grade("07-scan", [], extra=[sanitizer_result("memcheck", other, ("scan.cu",))])["sanitizer.memcheck"]
+    assert t.task == "any-n" and "status word" not in t.hint
+
+
 def test_07_look_back_that_adds_past_the_nearest_inclusive_prefix() -> None:
     """dlb-farthest-prefix on the H200: from tile 72 on every element is too large by 196,248 (prefixes
     added twice); the same tiles too small by a constant (dlb-publish-exclusive-prefix, or a status read
