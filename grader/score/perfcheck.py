@@ -51,7 +51,7 @@ def implausible(perf: Perf, gpu: Mapping[str, str], scored: bool) -> str:
     if others and impl.tail_ms - min(others) > ESCAPE_MS:
         return (f"work was still running {impl.tail_ms - min(others):.3f} ms after the call returned and its stop "
                 "event was recorded (work on another stream, or left for later): only work inside the timed "
-                "call counts")
+                "call counts. If another program used the GPU during the grade, grade again when it is idle")
     floor = physical_floor_ms(perf, gpu)
     if floor is not None and impl.median_ms < floor * (1 - PHYSICAL_SLACK):
         what = {"GB/s": "its bytes at the GPU's peak memory bandwidth",
