@@ -195,5 +195,7 @@ def age_text(seconds: float) -> str:
 
 def reuse_note(names: Iterable[str], age_s: float) -> str:
     count = len(list(names))
-    return (f"reference timings of {count} perf test(s) kept from a grade {age_text(age_s)} on this GPU: the "
-            "libraries they time ran within 3 % of then (grade --fresh-reference times the reference again)")
+    tests = "perf test" if count == 1 else "perf tests"
+    return (f"the reference's timings of {count} {tests} were reused from a grade {age_text(age_s)} on this GPU: "
+            "the library kernels your perf tests also time ran within 3 % of their times then "
+            "(python3 -m grader grade --fresh-reference times the reference again)")

@@ -48,8 +48,9 @@ def test_a_kept_timing_is_reused_when_the_library_ran_as_fast(reference: Path) -
     reuse = rc.load(reference, KEY, {"ReducePerf.SinglePass/268435456": perf(1.3, 2.02)}, started=started)
     assert reuse.missing == [] and reuse.timings["ReducePerf.SinglePass/268435456"].median_ms == 1.0
     assert 55 <= reuse.age_s <= 120
-    assert "1 perf test(s)" in rc.reuse_note(reuse.timings, reuse.age_s) and "1 min ago" in \
-        rc.reuse_note(reuse.timings, reuse.age_s)
+    note = rc.reuse_note(reuse.timings, reuse.age_s)
+    assert note.startswith("the reference's timings of 1 perf test were reused from a grade 1 min ago on this GPU")
+    assert "--fresh-reference" in note and "perf tests were" in rc.reuse_note(["a", "b"], 7200)
 
 
 def test_a_library_that_moved_times_the_reference_again(reference: Path) -> None:
@@ -138,11 +139,11 @@ def test_the_next_grade_reuses_the_reference_timing(lab_root: Path, tmp_path: Pa
     })
     first = grade(lab_root, builder).labs[0]
     assert log.read_text().splitlines() == ["AddPerf.Fast/16777216"]  # only the perf test that scores
-    assert not any("kept from a grade" in m for m in first.messages)
+    assert not any("reused from a grade" in m for m in first.messages)
     time.sleep(0.01)
     second = grade(lab_root, builder).labs[0]
     assert log.read_text().splitlines() == ["AddPerf.Fast/16777216"]  # not timed again
-    assert any("reference timings of 1 perf test(s) kept from a grade" in m for m in second.messages)
+    assert any("the reference's timings of 1 perf test were reused from a grade" in m for m in second.messages)
     assert second.score == first.score
     perf = next(t for t in second.tests if t.perf).perf
     assert perf.reference is not None and perf.reference.median_ms == 1.0
