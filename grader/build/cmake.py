@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,19 @@ class Builder(Protocol):
     def build(self, target: str) -> BuildResult: ...
 
 
+# One `cmake --build` at a time per build folder in this process: a grade prepares labs in a thread
+# (grader/grade/ahead.py) while its main thread may build the GPU health probe in the same tree, and
+# two builds of one folder at once can break ninja's log and each other's outputs.
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def build_lock(build_dir: Path) -> threading.Lock:
+    key = str(Path(build_dir).resolve())
+    with _LOCKS_GUARD:
+        return _BUILD_LOCKS.setdefault(key, threading.Lock())
+
+
 @dataclass
 class CMakeBuilder:
     root: Path
@@ -140,8 +154,9 @@ class CMakeBuilder:
         # Under the supervisor: ninja starts each compiler in a process group of its own, so only a PID
         # namespace (or a subreaper) takes a compile that ran out of time down with the build.
         supervised = process.Confinement(self.root, landlock=False, namespaces=True)
-        res = process.run(self.build_command(*targets, jobs=jobs), limit, cwd=self.root, limits=limits,
-                          confine=supervised)
+        with build_lock(self.build_dir):
+            res = process.run(self.build_command(*targets, jobs=jobs), limit, cwd=self.root, limits=limits,
+                              confine=supervised)
         output = "\n".join(part for part in (res.stdout, res.stderr) if part)
         if res.timed_out:
             return -1, output + f"\nthe build did not finish in {limit:g} s"

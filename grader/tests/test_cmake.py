@@ -139,3 +139,34 @@ def test_unknown_preset_is_a_usage_error(tmp_path: Path) -> None:
         CMakeBuilder(tmp_path, "nope").configure(["03-x"])
     assert err.value.code is Exit.USAGE and "presets: ci, default" in str(err.value)
     assert CMakeBuilder(tmp_path, "ci").presets() == ["ci", "default"]
+
+
+def test_builds_of_one_folder_take_turns(tmp_path: Path, monkeypatch) -> None:
+    """A grade prepares labs in a thread while its main thread may build the health probe in the same
+    tree: the two `cmake --build` runs of one folder never overlap; another folder's may."""
+    import threading
+    import time as clock
+
+    from grader.build import cmake
+    from grader.isolate import process
+
+    spans: list[tuple[str, float, float]] = []
+
+    def fake_run(argv, timeout_s, **kwargs):
+        start = clock.monotonic()
+        clock.sleep(0.2)
+        spans.append((argv[2], start, clock.monotonic()))
+        return process.ProcessResult(argv=argv, returncode=0, stdout="", stderr="", duration_s=0.2, timed_out=False)
+
+    monkeypatch.setattr(process, "run", fake_run)
+    a, b = cmake.CMakeBuilder(tmp_path, "default"), cmake.CMakeBuilder(tmp_path, "default")
+    other = cmake.CMakeBuilder(tmp_path, "ci")
+    threads = [threading.Thread(target=x.run_build, args=("t",)) for x in (a, b, other)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    same = sorted((s, e) for d, s, e in spans if d.endswith("default"))
+    assert len(same) == 2 and same[0][1] <= same[1][0]  # one after the other
+    ci = next((s, e) for d, s, e in spans if d.endswith("ci"))
+    assert ci[0] < same[0][1]  # the other folder's build ran beside the first
