@@ -4,15 +4,20 @@ student's labs together in a build slot, outside the GPU's lock, and hands the r
 
   test objects → screen → object → inspect → binaries (+ references)
 
+With several labs, their screens run side by side, and so do their inspections (each lab's own files).
+
 Nothing of a student's file runs here, and nothing links that a refusal stopped: a lab refused by the
 intake, the screen or the inspection gets a Block, and its binaries a stand-in build.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from grader.build import stages as build
 from grader.build.cmake import CMakeBuilder
@@ -28,6 +33,10 @@ from grader.model.block import Block
 from grader.model.labs import Lab
 from grader.model.progress import Progress
 from grader.model.results import BuildResult
+
+
+T = TypeVar("T")
+MAX_CHECKS_AT_ONCE = 8
 
 
 @dataclass
@@ -61,8 +70,9 @@ def prepare(labs: list[Lab], builders: Builders, *, staged: StagedSubmission | N
         open_labs = [lab for lab in labs if blocks[lab.name] is None]
         for name, notes in build.build_test_objects(open_labs, builders, progress).items():
             prepared[name].notes += notes
-        for lab in open_labs:
-            screening = static_checks.screen(lab, sources[lab.name], code_dir, mode, progress, builders.unstage)
+        screened = _each(open_labs, lambda lab: static_checks.screen(lab, sources[lab.name], code_dir, mode, progress,
+                                                                     builders.unstage))
+        for lab, screening in zip(open_labs, screened):
             prepared[lab.name].notes += screening.notes
             blocks[lab.name] = screening.block
             if screening.compile_error is not None:
@@ -73,11 +83,11 @@ def prepare(labs: list[Lab], builders: Builders, *, staged: StagedSubmission | N
             prepared[name].builds.append(compiled)
             if not compiled.ok:
                 failed[name] = compiled
-        for lab in to_compile:
-            if lab.name in failed:
-                continue
-            found = prepared[lab.name].inspection = static_checks.inspect(lab, sources[lab.name], code_dir, mode,
-                                                                          progress)
+        compiled_ok = [lab for lab in to_compile if lab.name not in failed]
+        inspected = _each(compiled_ok, lambda lab: static_checks.inspect(lab, sources[lab.name], code_dir, mode,
+                                                                         progress))
+        for lab, found in zip(compiled_ok, inspected):
+            prepared[lab.name].inspection = found
             prepared[lab.name].notes += found.notes
             blocks[lab.name] = found.block
     else:
@@ -94,6 +104,15 @@ def prepare(labs: list[Lab], builders: Builders, *, staged: StagedSubmission | N
     for lab in labs:
         _binaries(prepared[lab.name], builders, blocks[lab.name], failed.get(lab.name), linked, refs)
     return prepared
+
+
+def _each(labs: list[Lab], check: Callable[[Lab], T]) -> list[T]:
+    """check(lab) for each lab, in order; several labs' checks side by side (each is a few tool runs of
+    its own files: the include listing, readelf and objdump of its object), one lab's alone."""
+    if len(labs) < 2:
+        return [check(lab) for lab in labs]
+    with ThreadPoolExecutor(max_workers=min(len(labs), os.cpu_count() or 1, MAX_CHECKS_AT_ONCE)) as pool:
+        return list(pool.map(check, labs))
 
 
 def _binaries(prepared: PreparedLab, builders: Builders, block: Block | None, failed: BuildResult | None,

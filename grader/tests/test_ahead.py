@@ -153,3 +153,22 @@ def test_held_lines_go_to_the_first_lab_they_name(two_labs: Path) -> None:
                                                ("step", "configuring")]
     assert ahead.lines_for(group, labs[1]) == [("fail", "lab03_student_object did not compile"),
                                                ("ok", "built lab03_student (0.4 s)")]
+
+
+def test_several_labs_are_checked_side_by_side_in_order(two_labs: Path, monkeypatch) -> None:
+    """The include listings and object checks of several labs (a grade's other labs, a batch slot's
+    student) run at once, as many as the machine has cores: three checks that each wait for the others
+    finish, and keep the labs' order."""
+    from grader.grade import prepare as prep
+
+    monkeypatch.setattr(prep.os, "cpu_count", lambda: 16)
+    write_lab(two_labs, "03-sub")
+    labs = discover(two_labs)
+    together = threading.Barrier(3, timeout=10)
+
+    def check(lab):
+        together.wait()  # raises BrokenBarrierError if the checks ran one after another
+        return lab.name
+
+    assert prep._each(labs, check) == ["01-add", "02-mul", "03-sub"]
+    assert prep._each(labs[:1], lambda lab: threading.current_thread().name) == ["MainThread"]
