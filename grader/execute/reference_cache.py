@@ -44,8 +44,11 @@ class Reuse:
 
     timings: dict[str, PerfSeries] = field(default_factory=dict)
     age_s: float = 0.0
-    missing: list[str] = field(default_factory=list)  # tests to time now, with why in `why`
-    why: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)  # the tests to time now, and why each cannot be reused
+
+    @property
+    def missing(self) -> list[str]:
+        return list(self.why)
 
 
 def cache_path(reference: Path) -> Path:
@@ -132,7 +135,6 @@ def load(reference: Path, key: Mapping[str, str], perfs: Mapping[str, Perf], *, 
     for name, perf in perfs.items():
         why = stale or _reusable(tests.get(name), perf)
         if why:
-            out.missing.append(name)
             out.why[name] = why
             continue
         kept = _series(tests[name].get("impl"))

@@ -89,6 +89,12 @@ class Finding:
     detail: str = ""
     function: str = ""  # the inlined function the access is in, when it is not the kernel itself
 
+    @property
+    def charged(self) -> str:
+        """What the finding costs (score/penalties.py): 'function>kernel' for an access inside an inlined
+        function (a task that owns the function pays, else the kernel's task), else the kernel."""
+        return f"{self.function}>{self.kernel}" if self.function else self.kernel
+
     def line(self) -> str:
         where = f" in {self.kernel}" if self.kernel else ""
         at = f" at {self.location}" if self.location else ""
@@ -276,11 +282,8 @@ def run_tool(
         if shown:
             result.properties["sanitizer_kernel"] = shown[0].kernel
             result.properties["sanitizer_location"] = shown[0].location
-        # Every kernel a finding names costs the task that owns it (score/penalties.py); a finding inside an
-        # inlined function names it first ("function>kernel"): a task that owns the function pays, else the
-        # kernel's (a libcu++ atomic, which no task owns).
-        kernels = sorted({f"{f.function}>{f.kernel}" if f.function else f.kernel for f in findings if f.kernel})
-        if kernels:
+        kernels = sorted({f.charged for f in findings if f.kernel})
+        if kernels:  # every kernel a finding names costs the task that owns it (Finding.charged)
             result.properties["sanitizer_kernels"] = ",".join(kernels)
     elif proc.timed_out:
         result.status = Status.NOT_RUN

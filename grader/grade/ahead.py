@@ -46,9 +46,11 @@ class HeldProgress(Progress):
     def heading(self, message: str) -> None:
         self.lines.append(("heading", message))
 
-    def replay(self, progress: Progress) -> None:
-        for kind, message in self.lines:
-            getattr(progress, kind)(message)
+
+def say(lines: list[tuple[str, str]], progress: Progress) -> None:
+    """Held lines said now, each as it was said."""
+    for kind, message in lines:
+        getattr(progress, kind)(message)
 
 
 @dataclass
@@ -91,8 +93,7 @@ class Ahead:
         started = time.monotonic()
         group = self._futures.pop(lab.name).result()
         waited = time.monotonic() - started
-        for line in lines_for(group, lab):
-            getattr(progress, line[0])(line[1])
+        say(lines_for(group, lab), progress)
         if group.error is not None:
             raise group.error
         return group.prepared[lab.name], waited

@@ -389,10 +389,17 @@ _RUNPATH = re.compile(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]")
 def library_paths(binary: Path) -> list[Path]:
     """The folders an executable's RUNPATH or RPATH names ($ORIGIN expanded): where the loader finds
     its own shared libraries (a lab's code library beside the build's bin/)."""
-    text = _run([_tool("readelf"), "-d", "-W", str(binary)], f"readelf -d {binary.name}")
+    return _runpath(binary, _dynamic(binary))
+
+
+def _dynamic(binary: Path) -> str:
+    return _run([_tool("readelf"), "-d", "-W", str(binary)], f"readelf -d {binary.name}")
+
+
+def _runpath(binary: Path, dynamic: str) -> list[Path]:
     origin = str(Path(binary).resolve().parent)
     out: list[Path] = []
-    for match in _RUNPATH.finditer(text):
+    for match in _RUNPATH.finditer(dynamic):
         for part in match.group(1).split(":"):
             if part:
                 out.append(Path(part.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)))
@@ -405,10 +412,10 @@ _NEEDED = re.compile(r"\(NEEDED\)\s+Shared library: \[(.*)\]")
 def own_libraries(binary: Path) -> list[Path]:
     """The shared libraries an executable needs that its own RUNPATH folders hold (a lab's code library:
     what the binary runs besides itself, which its own bytes do not show)."""
-    text = _run([_tool("readelf"), "-d", "-W", str(binary)], f"readelf -d {binary.name}")
-    names = _NEEDED.findall(text)
+    dynamic = _dynamic(binary)
+    names = _NEEDED.findall(dynamic)
     out: list[Path] = []
-    for folder in library_paths(binary):
+    for folder in _runpath(binary, dynamic):
         out += [folder / n for n in names if (folder / n).is_file() and folder / n not in out]
     return out
 

@@ -113,7 +113,7 @@ def sanitizer_result(tool: str, log: str, own_files: tuple[str, ...] = ()) -> TR
     findings, total = sanitizer.parse_log(log, tool, own_files)
     assert findings, "the log must hold a finding"
     count = total if total is not None else sum(f.count for f in findings)
-    kernels = ",".join(sorted({f"{f.function}>{f.kernel}" if f.function else f.kernel for f in findings if f.kernel}))
+    kernels = ",".join(sorted({f.charged for f in findings if f.kernel}))
     return TResult(name=f"sanitizer.{tool}", status=Status.FAILED, kind="correctness",
                    category=Category.SANITIZER,
                    message="\n".join([f"compute-sanitizer {tool} reported {count} error(s):"]
