@@ -186,7 +186,7 @@ def test_07_decoupled_status_word_written_past_the_scratch() -> None:
     """dlb-scratch-cleared-once under memcheck (the H200 gate, --diagnose): the write is inside the libcu++
     atomic the look-back inlines; the finding is the decoupled kernel's, at the student's line, and its
     hint names the reused scratch. The same write in another kernel keeps the grader's bounds hint."""
-    from grader.tests.test_sanitizer import INLINED
+    from grader.tests.test_sanitizer_logs import INLINED
 
     t = grade("07-scan", [], extra=[sanitizer_result("memcheck", INLINED, ("scan.cu",))])["sanitizer.memcheck"]
     assert t.task == "decoupled" and "at scan.cu:512" in t.message

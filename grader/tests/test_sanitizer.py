@@ -1,5 +1,5 @@
-"""The compute-sanitizer stage: report parsing (logs recorded on an H200 with compute-sanitizer 2025.3),
-runs through a stand-in tool, points, and the stage inside the grade pipeline (no GPU needed)."""
+"""The compute-sanitizer stage: runs through a stand-in tool, points, and the stage inside the grade
+pipeline (no GPU needed). Its reports' parsing: test_sanitizer_logs.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import pytest
 
 from grader.execute import sanitizer
 from grader.host.environment import GpuProbe
-from grader.score.hints import hint_for
 
 from grader.score import penalties
 from grader.model.labs import discover
@@ -24,108 +23,9 @@ from grader.model.progress import Progress
 from grader.model.results import Category, LabResult, Status
 
 from grader.tests.conftest import FakeBuilder, add_tests, spec
+from grader.tests.test_sanitizer_logs import INLINED, LOGS
 
-LOGS = Path(__file__).resolve().parent / "adversarial" / "sanitizer_logs"
 GPU = GpuProbe(True, "NVIDIA Fake", "9.0")
-
-
-def test_memcheck_log() -> None:
-    findings, total = sanitizer.parse_log((LOGS / "memcheck_oob.log").read_text(), "memcheck")
-    assert total == 256
-    assert len(findings) == 1
-    f = findings[0]
-    assert f.what == "Invalid __global__ write of size 4 bytes" and f.kernel == "oob_kernel" and f.location == "probe.cu:4"
-    assert f.count == 2 and "oob_kernel at probe.cu:4 (2 times)" in f.line()
-
-
-# A write inside an inlined libcu++ atomic (lab 07's look-back publishing a status word past its scratch,
-# the H200 gate's dlb-scratch-cleared-once), in the format of compute-sanitizer's inlined device frames.
-INLINED = """========= COMPUTE-SANITIZER
-========= Invalid __global__ write of size 8 bytes
-=========     at void cuda::std::__4::__cuda_atomic_store<unsigned long>(volatile unsigned long *, unsigned long)+0x50 in /usr/local/cuda/include/cuda/std/__atomic/functions/cuda_ptx_generated.h:1009
-=========     by thread (0,0,0) in block (3,0,0)
-=========     Access to 0x7f0c4d000410 is out of bounds
-=========     and is 9 bytes after the nearest allocation at 0x7f0c4d000000 of size 1,031 bytes
-=========         Device Frame: cuda::std::__4::__atomic_ref_base<unsigned long>::store(unsigned long, cuda::std::__4::memory_order) const+0x50 in /usr/local/cuda/include/cuda/std/__atomic/types/base.h:88
-=========         Device Frame: void decoupled_scan_kernel<false, 256, 4>(const int *, int *, unsigned long, unsigned long *, unsigned int *)+0x50 in /tmp/cudalab-stage-x/labs/07-scan/scan.cu:512
-=========     Saved host backtrace up to driver entry point at kernel launch time
-=========         Host Frame: scan_decoupled(const int *, int *, unsigned long, void *) [0x1234] in liblab07_student_code.so
-=========
-========= ERROR SUMMARY: 1 error
-"""
-
-
-def test_a_finding_inside_an_inlined_function_is_the_kernels_at_the_students_line() -> None:
-    """Issue 25: it named cuda_ptx_generated.h:1009 and a libcu++ function no task owns, so the report's
-    first entry pointed nowhere and the finding cost no task."""
-    findings, total = sanitizer.parse_log(INLINED, "memcheck", ["scan.cu"])
-    assert total == 1 and len(findings) == 1
-    f = findings[0]
-    assert f.kernel == "decoupled_scan_kernel<false, 256, 4>" and f.location == "scan.cu:512"
-    assert f.detail == "inside cuda::std::__4::__cuda_atomic_store<unsigned long> (inlined)"
-    assert f.line().startswith("Invalid __global__ write of size 8 bytes in decoupled_scan_kernel<false, 256, 4> at "
-                               "scan.cu:512; inside cuda::std::")
-    # Without the graded file's name the innermost frame's line stays, but the kernel is still the kernel.
-    bare, _ = sanitizer.parse_log(INLINED, "memcheck")
-    assert bare[0].kernel == "decoupled_scan_kernel<false, 256, 4>" and bare[0].location == "cuda_ptx_generated.h:1009"
-    # A helper of the student's own, inlined into the kernel: its line, the kernel, the helper named.
-    helper = INLINED.replace("/usr/local/cuda/include/cuda/std/__atomic/functions/cuda_ptx_generated.h:1009",
-                             "/tmp/s/labs/07-scan/scan.cu:470").replace(
-        "void cuda::std::__4::__cuda_atomic_store<unsigned long>(volatile unsigned long *, unsigned long)",
-        "publish(StatusWord *, unsigned long)")
-    mine, _ = sanitizer.parse_log(helper, "memcheck", ["scan.cu"])
-    assert (mine[0].kernel, mine[0].location, mine[0].detail) == (
-        "decoupled_scan_kernel<false, 256, 4>", "scan.cu:470", "inside publish (inlined)")
-    # Host frames never count as device frames.
-    assert "scan_decoupled" not in f.line() and "liblab07" not in f.line()
-
-
-@pytest.mark.parametrize("log, severity, lines", [
-    ("racecheck_warning.log", "warning", ("probe.cu:8", "probe.cu:10")),
-    ("racecheck_error.log", "error", ("probe.cu:15", "probe.cu:17")),
-])
-def test_racecheck_logs(log: str, severity: str, lines: tuple[str, str]) -> None:
-    findings, total = sanitizer.parse_log((LOGS / log).read_text(), "racecheck")
-    assert total == 1 and len(findings) == 1
-    f = findings[0]
-    assert f"race ({severity})" in f.what and lines[0] in f.what and lines[1] in f.what
-    assert f.kernel.endswith("race_kernel") and f.detail == "16384 hazards"
-    assert "missing barrier" not in f.line() and "__syncthreads" in hint_for(Category.SANITIZER, f.line())
-
-
-def test_initcheck_log() -> None:
-    findings, total = sanitizer.parse_log((LOGS / "initcheck.log").read_text(), "initcheck")
-    assert total == 4096 and findings[0].kernel == "uninit_kernel" and findings[0].what.startswith("Uninitialized")
-    assert "never written" in hint_for(Category.SANITIZER, findings[0].line())
-
-
-def test_synccheck_and_older_formats() -> None:
-    log = """========= COMPUTE-SANITIZER
-========= Barrier error detected. Divergent thread(s) in warp
-=========     at 0x00000130 in /home/s/labs/06-reduce/reduce.cu:41:reduce_kernel(float const*, float*, int)
-=========     by thread (3,0,0) in block (0,0,0)
-=========
-========= ERROR SUMMARY: 1 error
-"""
-    findings, total = sanitizer.parse_log(log, "synccheck")
-    assert total == 1 and findings[0].kernel == "reduce_kernel" and findings[0].location == "reduce.cu:41"
-    assert "__syncthreads() must not sit inside a branch" in hint_for(Category.SANITIZER, findings[0].line())
-    clean = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
-    assert sanitizer.parse_log(clean, "memcheck") == ([], 0)
-
-
-def test_program_output_is_not_a_finding() -> None:
-    """Only lines of the tool's own log count: the program cannot print a finding or a summary."""
-    assert sanitizer.parse_log("Invalid __global__ write\nERROR SUMMARY: 0 errors\n", "memcheck") == ([], None)
-
-
-@pytest.mark.parametrize("where, name", [
-    ("vector_add_kernel(const float *, const float *, float *, int)+0x90", "vector_add_kernel"),
-    ("void fast::matmul_kernel<(bool)1>(const float *, float *)+0x1c0", "fast::matmul_kernel<(bool)1>"),
-    ("kernel+0x10", "kernel"),
-])
-def test_kernel_names(where: str, name: str) -> None:
-    assert sanitizer.kernel_name(where) == name
 
 
 def _tool(path: Path, log: str | None, code: int = 0, sleep: float = 0.0) -> str:
