@@ -121,6 +121,12 @@ def sanitizer_result(tool: str, log: str, own_files: tuple[str, ...] = ()) -> TR
                    properties={"sanitizer_tool": tool, "sanitizer_kernels": kernels})
 
 
+def graded_race(lab_name: str, kernel: str, write_at: str, read_at: str) -> TResult:
+    """The racecheck result of a lab's grade whose only finding is this race (race_log's)."""
+    return grade(lab_name, [], extra=[sanitizer_result("racecheck", race_log(kernel, write_at, read_at))])[
+        "sanitizer.racecheck"]
+
+
 def race_log(kernel: str, write_at: str, read_at: str, hazards: int = 2048) -> str:
     return ("========= COMPUTE-SANITIZER\n"
             "========= Error: Race reported between "

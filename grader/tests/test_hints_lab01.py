@@ -66,28 +66,25 @@ def test_lab_01_hello_lines_that_name_the_wrong_thread(mutant: str) -> None:
     assert "Some lines name the wrong thread" in found["HelloCorrectness.PrintsOneLinePerThread/grid3_block33"]
 
 
+def _bad_launch_hint(then: str) -> str:
+    """The hint of say_hello(1, 2048) returning normally, with what the test found next."""
+    returned = _value_of("thrown.empty()", f"{HELLO}:125", "say_hello(1, 2048) is a launch the runtime refuses, and "
+                         "it returned normally: check the launch with CUDA_CHECK_LAST()", actual="true")
+    name = "HelloCheckedCorrectness.SayHelloThrowsOnABadLaunch"
+    return _annotate("01-hello", {name: [returned, then]})[name]
+
+
 def test_lab_01_say_hello_with_the_launch_arguments_swapped_runs_the_bad_launch() -> None:
     """Mutant hello-swapped-launch-config: say_hello(1, 2048) launches 2048 blocks of 1 thread, which runs."""
-    failures = [
-        _value_of("thrown.empty()", f"{HELLO}:125", "say_hello(1, 2048) is a launch the runtime refuses, and it "
-                  "returned normally: check the launch with CUDA_CHECK_LAST()", actual="true"),
-        _expect_eq('out.find("hello from")', 0, "std::string::npos", 18446744073709551615, f"{HELLO}:129",
-                   "a launch that cannot run printed lines"),
-    ]
-    found = _annotate("01-hello", {"HelloCheckedCorrectness.SayHelloThrowsOnABadLaunch": failures})
-    hint = found["HelloCheckedCorrectness.SayHelloThrowsOnABadLaunch"]
+    hint = _bad_launch_hint(_expect_eq('out.find("hello from")', 0, "std::string::npos", 18446744073709551615,
+                                       f"{HELLO}:129", "a launch that cannot run printed lines"))
     assert "say_hello(1, 2048) ran and printed, so it did not launch the shape it was given" in hint
 
 
 def test_lab_01_say_hello_that_does_not_check_its_launch() -> None:
-    failures = [
-        _value_of("thrown.empty()", f"{HELLO}:125", "say_hello(1, 2048) is a launch the runtime refuses, and it "
-                  "returned normally: check the launch with CUDA_CHECK_LAST()", actual="true"),
-        _expect_eq("pending", 1, "cudaSuccess", 0, f"{HELLO}:127",
-                   "say_hello left cudaErrorInvalidValue pending: a launch error must be read with cudaGetLastError()"),
-    ]
-    found = _annotate("01-hello", {"HelloCheckedCorrectness.SayHelloThrowsOnABadLaunch": failures})
-    hint = found["HelloCheckedCorrectness.SayHelloThrowsOnABadLaunch"]
+    hint = _bad_launch_hint(_expect_eq("pending", 1, "cudaSuccess", 0, f"{HELLO}:127",
+                                       "say_hello left cudaErrorInvalidValue pending: a launch error must be read "
+                                       "with cudaGetLastError()"))
     assert "Check the launch in say_hello with CUDA_CHECK_LAST() right after it" in hint
     assert "byte count" not in hint  # not the grader's cudaErrorInvalidValue hint for cudaMemcpy
 

@@ -16,7 +16,7 @@ from grader.model.results import Status
 from grader.model.results import TestResult as TResult
 from grader.tests.test_hints import _lab_hint, _wrong
 from grader.tests.gtest_failures import (
-    compare, grade, memcheck_log_short, race_log, sanitizer_result, value_of)
+    compare, grade, memcheck_log_short, graded_race, sanitizer_result, value_of)
 
 # --- lab 07: scan ----------------------------------------------------------------------------------------
 # The block scans (tasks 1-3) are simulated, right and with a mutant's bug, on 1024-element tiles: their
@@ -151,9 +151,8 @@ def test_07_hillis_steele_whose_first_element_reaches_no_other() -> None:
 
 def test_07_hillis_steele_race() -> None:
     """hs-no-barrier-per-step, hs-in-place-one-barrier: racecheck in the Hillis-Steele kernel."""
-    log = race_log("block_scan_hillis_steele_kernel(const int *, int *, unsigned long)", "07-scan/scan.cu:39",
-                    "07-scan/scan.cu:38")
-    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    t = graded_race("07-scan", "block_scan_hillis_steele_kernel(const int *, int *, unsigned long)",
+                    "07-scan/scan.cu:39", "07-scan/scan.cu:38")
     assert t.task == "hillis-steele"
     assert "with one buffer, read, __syncthreads(), write, __syncthreads()" in t.hint
 
@@ -192,9 +191,8 @@ def test_07_warp_offsets_inclusive_at_one_element() -> None:
 
 def test_07_blelloch_race() -> None:
     """blelloch-no-final-barrier, blelloch-upsweep-barrier-late."""
-    log = race_log("block_scan_blelloch_kernel(const int *, int *, unsigned long)", "07-scan/scan.cu:104",
-                    "07-scan/scan.cu:109")
-    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    t = graded_race("07-scan", "block_scan_blelloch_kernel(const int *, int *, unsigned long)",
+                    "07-scan/scan.cu:104", "07-scan/scan.cu:109")
     assert t.task == "blelloch" and "before every level of the up-sweep and the down-sweep" in t.hint
 
 

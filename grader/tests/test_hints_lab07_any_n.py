@@ -7,7 +7,7 @@ from __future__ import annotations
 from grader.model.results import Category
 from grader.tests.test_hints import _wrong
 from grader.tests.gtest_failures import (
-    POISON_INT, compare, cuda_error, equal, grade, one, race_log, sanitizer_result, stopped, value_of)
+    POISON_INT, compare, cuda_error, equal, grade, one, graded_race, sanitizer_result, stopped, value_of)
 from grader.tests.test_hints_lab07 import SCAN_AT, SCAN_EXPR, _input
 
 
@@ -67,9 +67,8 @@ def test_07_any_n_tile_base_in_32_bits() -> None:
 
 def test_07_any_n_race_before_the_warp_totals_are_scanned() -> None:
     """anyn-no-barrier-before-warp-scan."""
-    log = race_log("void scan_tiles_kernel<true>(const int *, int *, unsigned long, int *)", "07-scan/scan.cu:316",
-                    "07-scan/scan.cu:318")
-    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    t = graded_race("07-scan", "void scan_tiles_kernel<true>(const int *, int *, unsigned long, int *)",
+                    "07-scan/scan.cu:316", "07-scan/scan.cu:318")
     assert t.task == "any-n" and "a __syncthreads() after the totals are written" in t.hint
 
 
@@ -155,9 +154,8 @@ def test_07_a_huge_failure_beside_smaller_ones_is_no_32_bit_lead() -> None:
 
 def test_07_decoupled_race_after_the_look_back() -> None:
     """dlb-no-barrier-after-lookback."""
-    log = race_log("void decoupled_scan_kernel<false>(const int *, int *, unsigned long, unsigned long long *, "
-                    "unsigned int *)", "07-scan/scan.cu:517", "07-scan/scan.cu:521")
-    t = grade("07-scan", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
+    t = graded_race("07-scan", "void decoupled_scan_kernel<false>(const int *, int *, unsigned long, "
+                    "unsigned long long *, unsigned int *)", "07-scan/scan.cu:517", "07-scan/scan.cu:521")
     assert t.task == "decoupled" and "only after a __syncthreads() that follows that write" in t.hint
 
 

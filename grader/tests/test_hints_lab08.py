@@ -13,7 +13,7 @@ import random
 
 from grader.model.results import Category
 from grader.tests.gtest_failures import (
-    compare, cuda_error, grade, memcheck_log_short, one, race_log, sanitizer_result, value_of)
+    compare, cuda_error, grade, memcheck_log_short, one, graded_race, sanitizer_result, value_of)
 
 FILL_BINS = 0xA5A5A5A5  # the bins before every histogram call
 
@@ -236,9 +236,9 @@ def test_08_fast_grid_of_zero_blocks_below_16_bytes() -> None:
 
 def test_08_fast_lanes_read_before_the_others_finish() -> None:
     """fast-no-syncwarp-before-reduce."""
-    log = race_log("histogram_fast_kernel(const uint4 *, unsigned long, const unsigned char *, int, unsigned int *)",
+    t = graded_race("08-histogram",
+                    "histogram_fast_kernel(const uint4 *, unsigned long, const unsigned char *, int, unsigned int *)",
                     "08-histogram/histogram.cu:301", "08-histogram/histogram.cu:309")
-    t = grade("08-histogram", [], extra=[sanitizer_result("racecheck", log)])["sanitizer.racecheck"]
     assert t.task == "fast" and "put a __syncwarp() between counting into lane-private counters" in t.hint
 
 
