@@ -113,7 +113,6 @@ class RunRequest:
     # Keep the reference's timings between grades on this GPU (grader/execute/reference_cache.py).
     reference_cache: bool = False
     grade_started: float = 0.0  # time.time() when the grade began: a cache written since is not believed
-    grader_version: str = ""
     # Called before a timed run (perf tests, the reference's): waits for work that would share the machine.
     before_timing: Callable[[], None] | None = None
 
@@ -314,7 +313,7 @@ def reference_timings(reference: Path, expected: list[str] | None, runner: Runne
     if not names:
         return {}
     out: dict[str, PerfSeries] = {}
-    key = reference_cache.gpu_key(properties, runner.env, request.grader_version) if request.reference_cache else None
+    key = reference_cache.gpu_key(properties, runner.env) if request.reference_cache else None
     if key is not None:
         reuse = reference_cache.load(reference, key, perfs, started=request.grade_started)
         out.update(reuse.timings)

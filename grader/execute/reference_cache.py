@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from grader import __version__
 from grader.model.results import Perf, PerfSeries
 
 CACHE_VERSION = 1
@@ -74,11 +75,11 @@ def binary_key(reference: Path) -> str:
     return digest.hexdigest()
 
 
-def gpu_key(properties: Mapping[str, str], env: Mapping[str, str], grader_version: str) -> dict[str, str]:
+def gpu_key(properties: Mapping[str, str], env: Mapping[str, str]) -> dict[str, str]:
     key = {k: str(properties.get(k, "")) for k in GPU_FACTS}
     key["host"] = socket.gethostname()
     key["visible_devices"] = env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", ""))
-    key["grader"] = grader_version
+    key["grader"] = __version__
     key["version"] = str(CACHE_VERSION)
     return key
 

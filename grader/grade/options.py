@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from grader import __version__
 from grader.build.cmake import Builder
 from grader.build.stages import COMPILE_MEMORY_MIB, COMPILE_TIMEOUT_S
 from grader.execute import runs
@@ -72,5 +71,5 @@ class RunOptions:
                           reference_timings=self.reference_timings,
                           reference_cache=self.reference_cache if self.reference_cache is not None
                           else self.staged is None,
-                          grade_started=self.grade_started, grader_version=__version__,
+                          grade_started=self.grade_started,
                           before_timing=self.before_timing)

@@ -216,8 +216,10 @@ def grade_labs(grade: Grade, labs: list[Lab], options: RunOptions, progress: Pro
         if prepared is None and ahead.wanted(options.prepare_ahead, labs, real) else None
     if early is not None:
         options = replace(options, before_timing=early.quiet)
+        early.start(labs[:1])  # the first lab alone, so its tests start soonest; then all the others
+        early.start(labs[1:])
     try:
-        for i, lab in enumerate(labs):
+        for lab in labs:
             progress.heading(f"lab {lab.name}: {lab.title}")
             try:
                 mine = prepared[lab.name] if prepared is not None else None
@@ -225,9 +227,6 @@ def grade_labs(grade: Grade, labs: list[Lab], options: RunOptions, progress: Pro
                 took = 0.0
                 if mine is None and grade.runner.stopped() is None:
                     if early is not None:
-                        if i == 0:  # the first lab alone (its tests start soonest), then all the others
-                            early.start([lab])
-                            early.start(labs[1:])
                         mine, took = early.take(lab, progress)
                     else:
                         mine = prepare([lab], grade.builders, staged=options.staged, checks=options.checks,
