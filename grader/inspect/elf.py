@@ -356,13 +356,23 @@ def parse_disassembly(text: str) -> list[Instruction]:
     return out
 
 
-def read_object(path: Path) -> ObjectFile:
-    """Sections, symbols, relocations and the instructions of every executable section. Raises ElfError."""
-    readelf, objdump = _tool("readelf"), _tool("objdump")
+def read_symbols(path: Path) -> ObjectFile:
+    """Sections and symbols only (no relocations, no instructions): enough for what an object defines
+    and what it needs, and a tenth of read_object's time on a test object (its disassembly is most of
+    that). Raises ElfError."""
+    readelf = _tool("readelf")
     sections = parse_sections(_run([readelf, "-SW", str(path)], f"readelf -S {path.name}"))
     if not sections:
         raise ElfError(f"{path.name} is not an ELF object")
     symbols = parse_symbols(_run([readelf, "-sW", str(path)], f"readelf -s {path.name}"), sections)
+    return ObjectFile(path, sections, symbols, [], [])
+
+
+def read_object(path: Path) -> ObjectFile:
+    """Sections, symbols, relocations and the instructions of every executable section. Raises ElfError."""
+    readelf, objdump = _tool("readelf"), _tool("objdump")
+    symbols_read = read_symbols(path)
+    sections, symbols = symbols_read.sections, symbols_read.symbols
     relocations = parse_relocations(_run([readelf, "-rW", str(path)], f"readelf -r {path.name}"))
     argv = [objdump, "-d", "-w", "--no-show-raw-insn"]
     for s in sections:

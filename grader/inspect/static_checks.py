@@ -22,7 +22,7 @@ from grader.build.submission import dirs_with_test_objects
 from grader.build.targets import code_prefix, object_target, test_object_targets
 from grader.host.toolkit import find_nvcc
 from grader.inspect import includes, objcheck, techniques
-from grader.inspect.elf import ElfError, ObjectFile, localize, read_object
+from grader.inspect.elf import ElfError, ObjectFile, localize, read_object, read_symbols
 from grader.intake.stage import refused_block
 from grader.model.block import Block
 from grader.model.labs import Lab
@@ -177,7 +177,7 @@ def _contract(build_dir: Path, lab: Lab, notes: list[str]) -> set[str]:
                  for d in dirs_with_test_objects(build_dir)]  # its own, else those it links from the pristine build
         for path in next((f for f in found if f), []):
             try:
-                objects.append(read_object(Path(path)))
+                objects.append(read_symbols(Path(path)))  # the contract needs only what the tests call
             except ElfError as err:
                 notes.append(f"the contract could not be read from {Path(path).name}: {err}")
     if not objects:

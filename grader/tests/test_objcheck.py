@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.host.toolkit import find_nvcc
-from grader.inspect.elf import read_object
+from grader.inspect.elf import read_object, read_symbols
 from grader.model.labs import discover
 from grader.inspect.objcheck import allowlist_for, asm_blocks, check_object, contract_of
 from grader.inspect.techniques import check_all
@@ -204,6 +204,18 @@ def _lab_objects(lab, kind: str):
     tests = [read_object(Path(p)) for p in glob.glob(str(d / f"{lab.target_prefix}_*tests.dir/*.o"))]
     objs = glob.glob(str(d / f"{lab.target_prefix}_{kind}_object.dir/**/*.o"), recursive=True)
     return contract_of(tests), [Path(o) for o in objs]
+
+
+@NEEDS_BUILD
+def test_the_contract_from_symbols_alone_is_the_full_reads() -> None:
+    """The inspect stage reads the tests' objects with read_symbols (no disassembly): every lab's contract
+    is the one the full read gives, and not empty."""
+    for lab in LABS.values():
+        paths = glob.glob(str(BUILD / "labs" / lab.name / "CMakeFiles" / f"{lab.target_prefix}_*tests.dir/*.o"))
+        full = contract_of([read_object(Path(p)) for p in paths])
+        quick = [read_symbols(Path(p)) for p in paths]
+        assert full and contract_of(quick) == full, lab.name
+        assert all(not o.instructions and not o.relocations for o in quick)
 
 
 @NEEDS_BUILD
