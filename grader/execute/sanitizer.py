@@ -13,7 +13,8 @@ points are shared by the tools that ran (grader/score/penalties.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -321,19 +322,7 @@ def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str
     if tool_path is None:
         return skipped(tools, "compute-sanitizer is not installed (it comes with the CUDA toolkit)", Category.HARNESS,
                        label)
-    out = []
-    # Why the remaining tools are not run: one ran out of time (the others would run the same kernels as
-    # long), or, with stop_at_first_failure (the mutation gate), one found a problem (the verdict is in).
-    skip: tuple[str, Category] | None = None
-    for tool in tools:
-        stop = runner.stopped()
-        if stop is not None:
-            out += not_run([tool], stop.test_message, stop.category, label)
-            continue
-        if skip is not None:
-            out += not_run([tool], skip[0].format(tool=tool), skip[1], label)
-            continue
-        runner.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
+    def one(tool: str) -> TestResult:
         run = run_tool(tool_path, tool, graded.path, timeout_s, env=runner.env, policy=runner.policy, label=label,
                        gtest_filter=test_filter(lab, tool), kernels=kernels_to_check(tool, own_kernels),
                        own_files=[Path(f).name for f in lab.student_files])
@@ -347,16 +336,52 @@ def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str
             if run.result.status is Status.PASSED:
                 note = f"tests not run under {tool} (the lab leaves them out): {left_out.replace(':', ', ')}"
                 run.result.message = f"{run.result.message}\n{note}" if run.result.message else note
-        out.append(run.result)
-        if run.result.category is Category.TIMEOUT:
+        return run.result
+
+    if not stop_at_first_failure and len(tools) > 1:
+        return _side_by_side(tools, one, runner, graded.target, label)
+    out = []
+    # Why the remaining tools are not run: one ran out of time (the others would run the same kernels as
+    # long), or, with stop_at_first_failure (the mutation gate), one found a problem (the verdict is in).
+    skip: tuple[str, Category] | None = None
+    for tool in tools:
+        stop = runner.stopped()
+        if stop is not None:
+            out += not_run([tool], stop.test_message, stop.category, label)
+            continue
+        if skip is not None:
+            out += not_run([tool], skip[0].format(tool=tool), skip[1], label)
+            continue
+        runner.progress.step(f"compute-sanitizer {tool} on {graded.target} (small sizes)")
+        result = one(tool)
+        out.append(result)
+        if result.category is Category.TIMEOUT:
             skip = (f"not run: compute-sanitizer {tool} did not finish in time, and {{tool}} would run the same "
                     "kernels under a tool at least as slow", Category.TIMEOUT)
-        if run.result.status is not Status.PASSED:
+        if result.status is not Status.PASSED:
             runner.check_health(f"compute-sanitizer {tool}")
             if skip is None and stop_at_first_failure:
                 skip = (f"not run: compute-sanitizer {tool} found a problem already, which decides the "
                         "mutation gate", Category.SANITIZER)
     return out
+
+
+def _side_by_side(tools: list[str], one: Callable[[str], TestResult], runner: Runner, target: str,
+                  label: str) -> list[TestResult]:
+    """A student's grade runs every tool, so they run at once, each in its own confined process: the
+    stage takes as long as its slowest tool (racecheck, mostly) rather than the sum. At small sizes the
+    three together hold well under a GiB of device memory. The results keep the lab's order of tools; a
+    tool that failed is followed by one health check of the GPU (a fault may have left it unusable)."""
+    stop = runner.stopped()
+    if stop is not None:
+        return not_run(tools, stop.test_message, stop.category, label)
+    runner.progress.step(f"compute-sanitizer {', '.join(tools)} on {target}, side by side (small sizes)")
+    with ThreadPoolExecutor(max_workers=len(tools)) as pool:
+        results = list(pool.map(one, tools))
+    failed = [r for r in results if r.status is not Status.PASSED]
+    if failed:
+        runner.check_health(f"compute-sanitizer {failed[0].name.removeprefix(f'{SUITE}.')}")
+    return results
 
 
 def timeout_for(lab: Lab, timeout_s: float | None) -> float:

@@ -7,6 +7,7 @@ import fnmatch
 import io
 import shlex
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -178,13 +179,14 @@ def test_stage_runs_each_tool(lab_root: Path, builder: FakeBuilder, tmp_path: Pa
     assert lab.passed == 5  # the correctness tests are untouched
 
 
-def test_after_a_tool_runs_out_of_time_the_others_are_not_run(lab_root: Path, builder: FakeBuilder, tmp_path: Path,
-                                                                monkeypatch) -> None:
-    """A kernel that hangs under one tool (a spin-wait that needs blocks to run side by side, say) hangs
-    under the next as well: one timeout, not three."""
+def test_in_the_gate_after_a_tool_runs_out_of_time_the_others_are_not_run(lab_root: Path, builder: FakeBuilder,
+                                                                          tmp_path: Path, monkeypatch) -> None:
+    """The mutation gate runs the tools one after another: a kernel that hangs under one tool (a spin-wait
+    that needs blocks to run side by side, say) hangs under the next as well, so one timeout, not three."""
     slow = _tool(tmp_path / "cs-slow", None, 0, sleep=5)
     monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: slow)
-    options = RunOptions(sanitizer_tools=["memcheck", "racecheck", "synccheck"], timeout_s=0.3)
+    options = RunOptions(sanitizer_tools=["memcheck", "racecheck", "synccheck"], timeout_s=0.3,
+                         stop_at_first_failure=True)
     start = time.monotonic()
     lab = run_labs(lab_root, discover(lab_root), builder, GPU, options, Progress(stream=io.StringIO())).labs[0]
     tools = {t.name: t for t in lab.tests if t.name.startswith("sanitizer.")}
@@ -192,6 +194,44 @@ def test_after_a_tool_runs_out_of_time_the_others_are_not_run(lab_root: Path, bu
     for name in ("sanitizer.racecheck", "sanitizer.synccheck"):
         assert tools[name].status is Status.NOT_RUN and "memcheck did not finish in time" in tools[name].message
     assert time.monotonic() - start < 4.5  # one slow tool, not three
+
+
+def test_a_students_grade_runs_the_tools_side_by_side(lab_root: Path, builder: FakeBuilder, tmp_path: Path,
+                                                      monkeypatch) -> None:
+    """A student's grade runs every tool (no early stop), all at once: three hangs cost one time limit,
+    each tool still has its own verdict, and the results keep the lab's order of tools."""
+    slow = _tool(tmp_path / "cs-slow", None, 0, sleep=5)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: slow)
+    tools = ["memcheck", "racecheck", "synccheck"]
+    options = RunOptions(sanitizer_tools=tools, timeout_s=0.3)
+    start = time.monotonic()
+    lab = run_labs(lab_root, discover(lab_root), builder, GPU, options, Progress(stream=io.StringIO())).labs[0]
+    got = [t for t in lab.tests if t.name.startswith("sanitizer.")]
+    assert [t.name for t in got] == [f"sanitizer.{t}" for t in tools]
+    assert all(t.category is Category.TIMEOUT and "did not finish within" in t.message for t in got)
+    assert time.monotonic() - start < 4.5  # at once: one time limit, not three
+
+
+def test_side_by_side_tools_overlap_in_time(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
+    """Each tool waits until the other two have started: run one after another, this would never end
+    (the barrier's timeout breaks it and the test fails)."""
+    started = threading.Barrier(3, timeout=10)
+
+    def fake_run_tool(path, tool, binary, timeout_s, *, env, policy, label, gtest_filter, kernels=(), own_files=()):
+        started.wait()
+        result = sanitizer.not_run([tool], "stand-in")[0]
+        result.status = Status.FAILED if tool == "racecheck" else Status.PASSED
+        return sanitizer.ToolRun(tool, result, [])
+
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "/bin/true")
+    monkeypatch.setattr(sanitizer, "run_tool", fake_run_tool)
+    stream = io.StringIO()
+    lab = run_labs(lab_root, discover(lab_root), builder, GPU,
+                   RunOptions(sanitizer_tools=["memcheck", "racecheck", "synccheck"]), Progress(stream=stream)).labs[0]
+    got = {t.name: t.status for t in lab.tests if t.name.startswith("sanitizer.")}
+    assert got == {"sanitizer.memcheck": Status.PASSED, "sanitizer.racecheck": Status.FAILED,
+                   "sanitizer.synccheck": Status.PASSED}
+    assert "compute-sanitizer memcheck, racecheck, synccheck on lab01_student, side by side" in stream.getvalue()
 
 
 def test_in_the_mutation_gate_the_first_finding_ends_the_stage(lab_root: Path, builder: FakeBuilder, tmp_path: Path,
