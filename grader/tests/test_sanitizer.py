@@ -359,6 +359,22 @@ def test_lab_11_skips_racecheck_on_the_device_launched_quicksort_only() -> None:
         assert not any(fnmatch.fnmatchcase(name, g) for g in qs.sanitizer["skip"]["racecheck"])
 
 
+def test_lab_05_racecheck_leaves_out_only_the_tiled_kernels_largest_shapes() -> None:
+    """The tiled kernel's four dearest shapes leave racecheck (memcheck and synccheck keep them); shapes
+    with several tiles along k stay for every kernel, and the challenge kernel keeps all of its shapes."""
+    labs = {lab.name: lab for lab in discover(Path(__file__).resolve().parents[2])}
+    mm = labs["05-tiled-matmul"]
+    globs = mm.sanitizer["skip"]["racecheck"]
+    left_out = lambda name: any(fnmatch.fnmatchcase(name, g) for g in globs)  # noqa: E731
+    for shape in ("m200_n192_k260", "m100_n75_k300", "m100_n75_k300_off1", "m129_n127_k257"):
+        assert left_out(f"MatmulCorrectness.Tiled/{shape}") and not left_out(f"MatmulCorrectness.Fast/{shape}")
+    for name in ("MatmulCorrectness.Tiled/m17_n33_k65", "MatmulCorrectness.Tiled/m1_n300_k70",
+                 "MatmulCorrectness.Tiled/m129_n128_k40_off1", "MatmulExactCorrectness.Tiled/m300_n260_k12",
+                 "TransposeCorrectness.Tiled/r96_c160"):
+        assert not left_out(name)
+    assert sanitizer.test_filter(mm, "memcheck") == sanitizer.test_filter(mm, "synccheck") == "-*Perf.*"
+
+
 def test_the_stage_runs_each_tool_with_its_own_filter(lab_root: Path, builder: FakeBuilder, tmp_path: Path,
                                                       monkeypatch) -> None:
     toml = lab_root / "labs" / "01-add" / "lab.toml"
