@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.execute import runs
@@ -45,6 +45,11 @@ _RACE = re.compile(
     r"^(?P<sev>Error|Warning): Race reported between (?P<a>\w+) access at (?P<k1>.+?) in (?P<l1>\S+:\d+)\s*$"
 )
 _RACE_AND = re.compile(r"^\s*and (?P<b>\w+) access at (?P<k2>.+?) in (?P<l2>\S+:\d+)(?:\s*\[(?P<n>\d+) hazards?\])?")
+# Where an out-of-bounds access went: "by thread (3,0,0) in block (16,0,0)", then "and is 1 bytes after the
+# nearest allocation at 0x... of size 16,384 bytes" (1 byte after: the first byte past the end).
+_BY_THREAD = re.compile(r"^\s*by thread \((?P<thread>[\d,]+)\) in block \((?P<block>[\d,]+)\)")
+_NEAREST = re.compile(r"^\s*and is (?P<n>[\d,]+) bytes? (?P<dir>after|before) the nearest allocation at "
+                      r"0x[0-9a-fA-F]+ of size (?P<size>[\d,]+) bytes?")
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 _RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 # What the tool cannot watch, e.g. racecheck on a program using dynamic parallelism: "Warning: CUDA
@@ -89,6 +94,7 @@ class Finding:
     count: int = 1
     detail: str = ""
     function: str = ""  # the inlined function the access is in, when it is not the kernel itself
+    access: str = ""  # where the first such access went and who made it (access_text)
 
     @property
     def charged(self) -> str:
@@ -100,8 +106,24 @@ class Finding:
         where = f" in {self.kernel}" if self.kernel else ""
         at = f" at {self.location}" if self.location else ""
         times = f" ({self.count} times)" if self.count > 1 else ""
-        extra = f"; {self.detail}" if self.detail else ""
+        extra = "".join(f"; {part}" for part in (self.detail, self.access) if part)
         return f"{self.what}{where}{at}{times}{extra}"
+
+
+def access_text(thread: str, block: str, nearest: re.Match[str] | None) -> str:
+    """The first access of a finding in words: 'the first at byte 16,384 of a 16,384-byte allocation, by
+    thread (0,0,0) of block (16,0,0)'. The tool counts "1 bytes after" for the first byte past the end;
+    the byte offset from the allocation's start is what a student can hold against their index."""
+    parts = []
+    if nearest is not None:
+        n, size = int(nearest.group("n").replace(",", "")), int(nearest.group("size").replace(",", ""))
+        if nearest.group("dir") == "after":
+            parts.append(f"the first at byte {size + n - 1:,} of a {size:,}-byte allocation")
+        else:
+            parts.append(f"the first {n:,} byte{'s' if n != 1 else ''} before a {size:,}-byte allocation")
+    if thread and block:
+        parts.append(f"by thread ({thread}) of block ({block})")
+    return ", ".join(parts)
 
 
 def parse_log(text: str, tool: str, own_files: Sequence[str] = ()) -> tuple[list[Finding], int | None]:
@@ -117,7 +139,7 @@ def parse_log(text: str, tool: str, own_files: Sequence[str] = ()) -> tuple[list
         key = (f.what, f.kernel, f.location)
         old = merged.get(key)
         merged[key] = f if old is None else Finding(f.tool, f.what, f.kernel, f.location, old.count + f.count, old.detail,
-                                                    old.function)
+                                                    old.function, old.access)
 
     i = 0
     while i < len(lines):
@@ -153,9 +175,15 @@ def parse_log(text: str, tool: str, own_files: Sequence[str] = ()) -> tuple[list
             what = ln.strip().rstrip(":")
             frames: list[tuple[str, str]] = []  # (function, file:line), innermost first
             host = False
+            thread = block = ""
+            nearest: re.Match[str] | None = None
             j = i + 1
             while j < len(lines) and lines[j].startswith(" "):
                 host = host or lines[j].strip().startswith(("Saved host backtrace", "Host Frame"))
+                by = None if host else _BY_THREAD.match(lines[j])
+                if by:
+                    thread, block = by.group("thread"), by.group("block")
+                nearest = nearest or (None if host else _NEAREST.match(lines[j]))
                 m3 = _AT.match(lines[j]) or _AT_OLD.match(lines[j])
                 if m3 and not frames and lines[j].strip().startswith("at"):
                     frames.append((kernel_name(m3.group("where")), short_location(m3.group("loc"))))
@@ -164,7 +192,8 @@ def parse_log(text: str, tool: str, own_files: Sequence[str] = ()) -> tuple[list
                     frames.append((kernel_name(m4.group("where")), short_location(m4.group("loc"))))
                 j += 1
             if not what.startswith("Program hit") and not what.startswith("Saved host"):
-                add(_finding(tool, what, frames, own_files))
+                found = _finding(tool, what, frames, own_files)
+                add(replace(found, access=access_text(thread, block, nearest)) if found.kernel else found)
             i = j
             continue
         i += 1

@@ -9,6 +9,7 @@ import pytest
 
 from grader.execute import sanitizer
 from grader.model.results import Category
+from grader.score import hints
 from grader.score.hints import hint_for
 
 LOGS = Path(__file__).resolve().parent / "adversarial" / "sanitizer_logs"
@@ -21,6 +22,56 @@ def test_memcheck_log() -> None:
     f = findings[0]
     assert f.what == "Invalid __global__ write of size 4 bytes" and f.kernel == "oob_kernel" and f.location == "probe.cu:4"
     assert f.count == 2 and "oob_kernel at probe.cu:4 (2 times)" in f.line()
+    # Where the first access went, in bytes from the allocation's start (the tool's "1 bytes after" is
+    # the first byte past the end), and who made it.
+    assert f.access == "the first at byte 16,384 of a 16,384-byte allocation, by thread (0,0,0) of block (16,0,0)"
+
+
+def _oob(after_or_before: str, n: str, size: str) -> str:
+    return (LOGS / "memcheck_oob.log").read_text().replace(
+        "is 1 bytes after the nearest allocation at 0x7f2440804000 of size 16,384 bytes",
+        f"is {n} bytes {after_or_before} the nearest allocation at 0x7f2440804000 of size {size} bytes", 1)
+
+
+@pytest.mark.parametrize("log, access, advice, causes", [
+    # The last block's threads one element past n: the guard.
+    (_oob("after", "1", "16,384"), "the first at byte 16,384 of a 16,384-byte", "just past the end",
+     {"out-of-bounds", "guard"}),
+    (_oob("after", "16,384", "4,000"), "the first at byte 20,383 of a 4,000-byte", "just past the end",
+     {"out-of-bounds", "guard"}),
+    # Further than one block can run past n: an index scaled wrong, not a guard.
+    (_oob("after", "16,385", "4,000"), "the first at byte 20,384 of a 4,000-byte", "far past the end",
+     {"out-of-bounds"}),
+    (_oob("after", "1,048,577", "16,384"), "the first at byte 1,064,960 of a 16,384-byte", "a guard will not fix",
+     {"out-of-bounds"}),
+    # Before the start: a negative index.
+    (_oob("before", "4", "16,384"), "the first 4 bytes before a 16,384-byte", "before the start",
+     {"out-of-bounds"}),
+])
+def test_where_an_out_of_bounds_access_went_picks_the_advice(log: str, access: str, advice: str,
+                                                              causes: set[str]) -> None:
+    """Issue 25: every memcheck finding got "add a bounds guard ... and check every index", whatever the
+    bug. How far past its allocation the first access went tells a guard (the last block's threads just
+    past n) from an index scaled wrong (far past), and a negative index (before the start)."""
+    from grader.score.hints import load_hints
+
+    findings, _ = sanitizer.parse_log(log, "memcheck")
+    line = findings[0].line()
+    assert access in line
+    hint = next(h for h in load_hints() if h.fits(Category.SANITIZER, line, hints.signatures(line)))
+    assert advice in hint.text and set(hint.causes) == causes
+    assert hint_for(Category.SANITIZER, line) == hint.text
+
+
+def test_a_finding_without_the_allocation_keeps_the_general_advice() -> None:
+    """A log without the allocation line (an older tool, a __shared__ access) says nothing of where the
+    access went, and the advice stays the general one (a guard and every index)."""
+    log = _oob("after", "1", "16,384").replace(
+        "=========     and is 1 bytes after the nearest allocation at 0x7f2440804000 of size 16,384 bytes\n", "")
+    findings, _ = sanitizer.parse_log(log, "memcheck")
+    assert findings[0].access == "by thread (0,0,0) of block (16,0,0)"
+    assert hints.access_signatures(findings[0].line()) == set()
+    assert "add a bounds guard (if (i < n)) and check every index" in hint_for(Category.SANITIZER, findings[0].line())
 
 
 # A write inside an inlined libcu++ atomic (lab 07's look-back publishing a status word past its scratch,
@@ -30,7 +81,7 @@ INLINED = """========= COMPUTE-SANITIZER
 =========     at void cuda::std::__4::__cuda_atomic_store<unsigned long>(volatile unsigned long *, unsigned long)+0x50 in /usr/local/cuda/include/cuda/std/__atomic/functions/cuda_ptx_generated.h:1009
 =========     by thread (0,0,0) in block (3,0,0)
 =========     Access to 0x7f0c4d000410 is out of bounds
-=========     and is 9 bytes after the nearest allocation at 0x7f0c4d000000 of size 1,031 bytes
+=========     and is 10 bytes after the nearest allocation at 0x7f0c4d000000 of size 1,031 bytes
 =========         Device Frame: cuda::std::__4::__atomic_ref_base<unsigned long>::store(unsigned long, cuda::std::__4::memory_order) const+0x50 in /usr/local/cuda/include/cuda/std/__atomic/types/base.h:88
 =========         Device Frame: void decoupled_scan_kernel<false, 256, 4>(const int *, int *, unsigned long, unsigned long *, unsigned int *)+0x50 in /tmp/cudalab-stage-x/labs/07-scan/scan.cu:512
 =========     Saved host backtrace up to driver entry point at kernel launch time
