@@ -320,6 +320,13 @@ def run_tool(
         result.category = Category.TIMEOUT
         result.message = (f"not run to the end: compute-sanitizer {tool} did not finish within {limit:g} s "
                           "(an endless loop, or tests too slow under the tool)")
+    elif proc.out_of_memory:
+        mib = (proc.confinement or {}).get("peak_rss_mib", 0)
+        limit = (proc.confinement or {}).get("memory_mib")
+        result.status = Status.NOT_RUN
+        result.category = Category.HARNESS
+        result.message = (f"compute-sanitizer {tool} gave no verdict: with the tool attached, the run held more host "
+                          f"memory ({mib:g} MiB) than the {limit:g} MiB this lab allows a run, and was stopped")
     elif proc.signal or not text.strip() or not finished:
         why = proc.signal_name or f"exit code {proc.returncode}"
         result.status = Status.NOT_RUN

@@ -127,6 +127,23 @@ def test_run_tool_clean_timeout_and_no_verdict(tmp_path: Path) -> None:
     assert r.status is Status.NOT_RUN and "no verdict" in r.message
 
 
+def test_a_tool_run_stopped_for_host_memory_says_so(monkeypatch) -> None:
+    """The supervisor stops a run whose processes hold more host memory than the lab allows; under a tool
+    the report says that, with both numbers, rather than a bare signal."""
+    from grader.execute import runs
+    from grader.isolate import process
+
+    def launch(binary, args, timeout_s, env=None, policy=None, **kwargs):
+        proc = process.ProcessResult(argv=[], returncode=-9, timed_out=False, duration_s=3.0, stdout="", stderr="",
+                                     confinement={"peak_rss_mib": 4100.0, "memory_mib": 4096.0}, killed_for="memory")
+        return runs.Launch(proc, b"", False, runs.Expected("n", small_mode=True, sanitizer=True), [b""])
+
+    monkeypatch.setattr(runs, "launch", launch)
+    r = sanitizer.run_tool("cs", "racecheck", Path("/bin/true"), 10).result
+    assert r.status is Status.NOT_RUN and r.category is Category.HARNESS
+    assert "more host memory (4100 MiB) than the 4096 MiB this lab allows a run" in r.message
+
+
 def test_sanitizer_argv_and_small_mode() -> None:
     argv = sanitizer.sanitizer_argv("cs", "memcheck", Path("/x/log"))
     assert argv[:3] == ["cs", "--tool", "memcheck"] and "--log-file" in argv and "--report-api-errors" in argv
