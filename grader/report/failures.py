@@ -105,6 +105,13 @@ def _short(name: str, like: str) -> str:
     return rest if rest and suite == like.partition(".")[0] else family
 
 
+def _names_a_line(t: TestResult) -> bool:
+    """A sanitizer finding that names a kernel or a source line (the stage records both): what the report
+    puts first. A finding of neither (a leak at exit, say) points nowhere and goes with the rest."""
+    return t.category is Category.SANITIZER and bool(t.properties.get("sanitizer_kernel")
+                                                     or t.properties.get("sanitizer_location"))
+
+
 def group_failures(lab: LabResult) -> list[FailureGroup]:
     failing = [t for t in lab.tests if t.status is Status.FAILED]
     groups: dict[tuple[str, str], list[TestResult]] = {}
@@ -121,11 +128,11 @@ def group_failures(lab: LabResult) -> list[FailureGroup]:
     task_rank: dict[str | None, int] = {task.id: i for i, task in enumerate(lab.tasks)}
     for t in failing:
         task_rank.setdefault(t.task, len(task_rank))
-    # Sanitizer findings first (they name a line), then the failures that say where the output is wrong
+    # Sanitizer findings that name a line first, then the failures that say where the output is wrong
     # (a mismatch read), then the rest (an expression, a huge input's single check); within each, tasks in
     # that order and a task's smallest failing input first (a plain TEST on 262,155 elements, declared
     # before the TEST_Ps, comes after the same task's n = 1).
-    out.sort(key=lambda g: (g.test.category is not Category.SANITIZER, mismatch.read(g.test.message) is None,
+    out.sort(key=lambda g: (not _names_a_line(g.test), mismatch.read(g.test.message) is None,
                             task_rank[g.test.task] if g.test.task else order[id(g.test)] + len(failing),
                             _size(g.test) if g.test.category not in (Category.TECHNIQUE_MISSING, Category.SANITIZER)
                             else 0, order[id(g.test)]))

@@ -8,7 +8,7 @@ import io
 import math
 import struct
 
-from grader.execute import gtest, sanitizer
+from grader.execute import gtest, sanitizer_log
 from grader.inspect.techniques import TechniqueOutcome
 from grader.model.labs import discover
 from grader.model.progress import Progress
@@ -110,7 +110,7 @@ def cuda_error(name: str, text: str, call: str, where: str) -> str:
 
 def sanitizer_result(tool: str, log: str, own_files: tuple[str, ...] = ()) -> TResult:
     """A compute-sanitizer result as grader/execute/sanitizer.run_tool makes it from the tool's log."""
-    findings, total = sanitizer.parse_log(log, tool, own_files)
+    findings, total = sanitizer_log.parse_log(log, tool, own_files)
     assert findings, "the log must hold a finding"
     count = total if total is not None else sum(f.count for f in findings)
     kernels = ",".join(sorted({f.charged for f in findings if f.kernel}))

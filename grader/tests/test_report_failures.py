@@ -30,9 +30,21 @@ def _lab() -> LabResult:
                                     message=TILE.format(bad=n - 4096, n=n, last=n - 1)))
     lab.tests.append(TResult("ScanHugeCorrectness.Propagate", Status.FAILED, task="any-n",
                                 category=Category.WRONG_ANSWER, message="Do your kernels compute indices in 64 bits?"))
-    lab.tests.append(TResult("sanitizer.racecheck", Status.FAILED, category=Category.SANITIZER, message=RACE))
+    lab.tests.append(TResult("sanitizer.racecheck", Status.FAILED, category=Category.SANITIZER, message=RACE,
+                             properties={"sanitizer_kernel": "scan_tiles_kernel", "sanitizer_location": ""}))
     hints.annotate(lab, geometry={"scan tile": 4096, "warp": 32})
     return lab
+
+
+def test_a_sanitizer_result_that_names_no_kernel_is_not_on_top() -> None:
+    """A finding that names neither a kernel nor a line (memory leaked at exit) cannot say where the bug
+    is: the failures that do say where come first."""
+    lab = _lab()
+    race = next(t for t in lab.tests if t.name == "sanitizer.racecheck")
+    race.properties = {"sanitizer_kernel": "", "sanitizer_location": ""}
+    race.message = "compute-sanitizer memcheck reported 1 error(s):\n  Leaked 4096 bytes at 0x7f0000000000"
+    names = [g.test.name for g in group_failures(lab)]
+    assert names.index("ScanCorrectness.Exclusive/4097") < names.index("sanitizer.racecheck")
 
 
 def test_one_entry_per_mode_smallest_size_first_sanitizer_on_top() -> None:

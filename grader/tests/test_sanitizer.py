@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.execute import sanitizer
+from grader.execute import sanitizer, sanitizer_log
 from grader.host.environment import GpuProbe
 
 from grader.score import penalties
@@ -70,8 +70,8 @@ def test_what_the_tool_cannot_watch_is_a_note_not_a_finding(tmp_path: Path) -> N
            "========= Warning: CUDA Dynamic Parallelism is not supported by the selected tool\n"
            "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
            "========= ERROR SUMMARY: 1 error\n")
-    assert sanitizer.parse_log(log, "racecheck") == ([], 1)
-    assert sanitizer.unsupported(log) == ["CUDA Dynamic Parallelism"]
+    assert sanitizer_log.parse_log(log, "racecheck") == ([], 1)
+    assert sanitizer_log.unsupported(log) == ["CUDA Dynamic Parallelism"]
     (tmp_path / "cdp.log").write_text(log)
     tool = tmp_path / "cs-cdp"
     tool.write_text(_stand_in(tmp_path / "cdp.log", attached="true").replace("exit 1", f"exit {sanitizer.ERROR_EXITCODE}"))
@@ -125,6 +125,23 @@ def test_run_tool_clean_timeout_and_no_verdict(tmp_path: Path) -> None:
     quiet.chmod(0o755)
     r = sanitizer.run_tool(str(quiet), "memcheck", Path("/bin/true"), 10).result
     assert r.status is Status.NOT_RUN and "no verdict" in r.message
+
+
+def test_a_program_that_crashes_under_the_tool_is_no_finding(tmp_path: Path) -> None:
+    """The H200 gate: host crashes (lab 04's pitch bugs, lab 09's stream index) made memcheck say only
+    "Error: process didn't terminate successfully", which read as a finding of 0 errors, topped the
+    report and hid the crash's own hint. It is no verdict now, and no finding."""
+    log = tmp_path / "died.log"
+    log.write_text("========= COMPUTE-SANITIZER\n========= Error: process didn't terminate successfully\n"
+                   "========= No CUDA-MEMCHECK results found\n========= ERROR SUMMARY: 0 errors\n")
+    tool = tmp_path / "cs-died"
+    tool.write_text(f'#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --log-file ] && cp {log} "$2"; shift; done\n'
+                    f"exit {sanitizer.ERROR_EXITCODE}\n")
+    tool.chmod(0o755)
+    assert sanitizer_log.parse_log(log.read_text(), "memcheck") == ([], 0)
+    r = sanitizer.run_tool(str(tool), "memcheck", Path("/bin/true"), 10).result
+    assert r.status is Status.NOT_RUN and r.category is Category.CRASH
+    assert "crashed under the tool" in r.message and "sanitizer_kernel" not in r.properties
 
 
 def test_a_tool_run_stopped_for_host_memory_says_so(monkeypatch) -> None:

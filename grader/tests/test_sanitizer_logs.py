@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.execute import sanitizer
+from grader.execute import sanitizer_log
 from grader.model.results import Category
 from grader.score import hints
 from grader.score.hints import hint_for
@@ -16,7 +16,7 @@ LOGS = Path(__file__).resolve().parent / "adversarial" / "sanitizer_logs"
 
 
 def test_memcheck_log() -> None:
-    findings, total = sanitizer.parse_log((LOGS / "memcheck_oob.log").read_text(), "memcheck")
+    findings, total = sanitizer_log.parse_log((LOGS / "memcheck_oob.log").read_text(), "memcheck")
     assert total == 256
     assert len(findings) == 1
     f = findings[0]
@@ -55,7 +55,7 @@ def test_where_an_out_of_bounds_access_went_picks_the_advice(log: str, access: s
     past n) from an index scaled wrong (far past), and a negative index (before the start)."""
     from grader.score.hints import load_hints
 
-    findings, _ = sanitizer.parse_log(log, "memcheck")
+    findings, _ = sanitizer_log.parse_log(log, "memcheck")
     line = findings[0].line()
     assert access in line
     hint = next(h for h in load_hints() if h.fits(Category.SANITIZER, line, hints.signatures(line)))
@@ -68,7 +68,7 @@ def test_a_finding_without_the_allocation_keeps_the_general_advice() -> None:
     access went, and the advice stays the general one (a guard and every index)."""
     log = _oob("after", "1", "16,384").replace(
         "=========     and is 1 bytes after the nearest allocation at 0x7f2440804000 of size 16,384 bytes\n", "")
-    findings, _ = sanitizer.parse_log(log, "memcheck")
+    findings, _ = sanitizer_log.parse_log(log, "memcheck")
     assert findings[0].access == "by thread (0,0,0) of block (16,0,0)"
     assert hints.access_signatures(findings[0].line()) == set()
     assert "add a bounds guard (if (i < n)) and check every index" in hint_for(Category.SANITIZER, findings[0].line())
@@ -94,7 +94,7 @@ INLINED = """========= COMPUTE-SANITIZER
 def test_a_finding_inside_an_inlined_function_is_the_kernels_at_the_students_line() -> None:
     """Issue 25: it named cuda_ptx_generated.h:1009 and a libcu++ function no task owns, so the report's
     first entry pointed nowhere and the finding cost no task."""
-    findings, total = sanitizer.parse_log(INLINED, "memcheck", ["scan.cu"])
+    findings, total = sanitizer_log.parse_log(INLINED, "memcheck", ["scan.cu"])
     assert total == 1 and len(findings) == 1
     f = findings[0]
     assert f.kernel == "decoupled_scan_kernel<false, 256, 4>" and f.location == "scan.cu:512"
@@ -102,14 +102,14 @@ def test_a_finding_inside_an_inlined_function_is_the_kernels_at_the_students_lin
     assert f.line().startswith("Invalid __global__ write of size 8 bytes in decoupled_scan_kernel<false, 256, 4> at "
                                "scan.cu:512; inside cuda::std::")
     # Without the graded file's name the innermost frame's line stays, but the kernel is still the kernel.
-    bare, _ = sanitizer.parse_log(INLINED, "memcheck")
+    bare, _ = sanitizer_log.parse_log(INLINED, "memcheck")
     assert bare[0].kernel == "decoupled_scan_kernel<false, 256, 4>" and bare[0].location == "cuda_ptx_generated.h:1009"
     # A helper of the student's own, inlined into the kernel: its line, the kernel, the helper named.
     helper = INLINED.replace("/usr/local/cuda/include/cuda/std/__atomic/functions/cuda_ptx_generated.h:1009",
                              "/tmp/s/labs/07-scan/scan.cu:470").replace(
         "void cuda::std::__4::__cuda_atomic_store<unsigned long>(volatile unsigned long *, unsigned long)",
         "publish(StatusWord *, unsigned long)")
-    mine, _ = sanitizer.parse_log(helper, "memcheck", ["scan.cu"])
+    mine, _ = sanitizer_log.parse_log(helper, "memcheck", ["scan.cu"])
     assert (mine[0].kernel, mine[0].location, mine[0].detail) == (
         "decoupled_scan_kernel<false, 256, 4>", "scan.cu:470", "inside publish (inlined)")
     # Host frames never count as device frames.
@@ -121,7 +121,7 @@ def test_a_finding_inside_an_inlined_function_is_the_kernels_at_the_students_lin
     ("racecheck_error.log", "error", ("probe.cu:15", "probe.cu:17")),
 ])
 def test_racecheck_logs(log: str, severity: str, lines: tuple[str, str]) -> None:
-    findings, total = sanitizer.parse_log((LOGS / log).read_text(), "racecheck")
+    findings, total = sanitizer_log.parse_log((LOGS / log).read_text(), "racecheck")
     assert total == 1 and len(findings) == 1
     f = findings[0]
     assert f"race ({severity})" in f.what and lines[0] in f.what and lines[1] in f.what
@@ -130,7 +130,7 @@ def test_racecheck_logs(log: str, severity: str, lines: tuple[str, str]) -> None
 
 
 def test_initcheck_log() -> None:
-    findings, total = sanitizer.parse_log((LOGS / "initcheck.log").read_text(), "initcheck")
+    findings, total = sanitizer_log.parse_log((LOGS / "initcheck.log").read_text(), "initcheck")
     assert total == 4096 and findings[0].kernel == "uninit_kernel" and findings[0].what.startswith("Uninitialized")
     assert "never written" in hint_for(Category.SANITIZER, findings[0].line())
 
@@ -143,16 +143,16 @@ def test_synccheck_and_older_formats() -> None:
 =========
 ========= ERROR SUMMARY: 1 error
 """
-    findings, total = sanitizer.parse_log(log, "synccheck")
+    findings, total = sanitizer_log.parse_log(log, "synccheck")
     assert total == 1 and findings[0].kernel == "reduce_kernel" and findings[0].location == "reduce.cu:41"
     assert "__syncthreads() must not sit inside a branch" in hint_for(Category.SANITIZER, findings[0].line())
     clean = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
-    assert sanitizer.parse_log(clean, "memcheck") == ([], 0)
+    assert sanitizer_log.parse_log(clean, "memcheck") == ([], 0)
 
 
 def test_program_output_is_not_a_finding() -> None:
     """Only lines of the tool's own log count: the program cannot print a finding or a summary."""
-    assert sanitizer.parse_log("Invalid __global__ write\nERROR SUMMARY: 0 errors\n", "memcheck") == ([], None)
+    assert sanitizer_log.parse_log("Invalid __global__ write\nERROR SUMMARY: 0 errors\n", "memcheck") == ([], None)
 
 
 @pytest.mark.parametrize("where, name", [
@@ -161,4 +161,4 @@ def test_program_output_is_not_a_finding() -> None:
     ("kernel+0x10", "kernel"),
 ])
 def test_kernel_names(where: str, name: str) -> None:
-    assert sanitizer.kernel_name(where) == name
+    assert sanitizer_log.kernel_name(where) == name
