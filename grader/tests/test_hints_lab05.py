@@ -574,7 +574,59 @@ def test_05_fast_pipeline_race() -> None:
         "void fast::matmul_fast_kernel<true>(const float *, const float *, float *, int, int, int)",
         "05-tiled-matmul/matmul.cu:236", "05-tiled-matmul/matmul.cu:251"))
     assert t.task == "fast"
-    assert "the one __syncthreads() per slice must come after the wait for slice t" in t.hint
+    assert "then __syncthreads(), before any warp reads the slice" in t.hint
+
+
+# --- lab 05: memcheck and racecheck findings, as the H200 gate saw them first ---
+
+def _memcheck(what: str, kernel: str, line: int) -> TResult:
+    return sanitized(MATMUL, "memcheck", memcheck_log(what, kernel, f"05-tiled-matmul/matmul.cu:{line}"))
+
+
+def test_05_naive_transpose_writes_past_the_output() -> None:
+    """tnaive-out-stride-cols: the output's rows stepped by cols."""
+    t = _memcheck("Invalid __global__ write of size 4 bytes", f"transpose_naive_kernel{TRANSPOSE_ARGS}", 34)
+    assert t.task == "transpose-naive" and "element (r, c) of the input goes to out[c * rows + r]" in t.hint
+
+
+def test_05_tiled_transpose_store_past_the_output_under_memcheck() -> None:
+    """ttiled-store-guard-input-bounds, where memcheck reports first: the store judged by the input's bounds."""
+    t = _memcheck("Invalid __global__ write of size 4 bytes", f"transpose_tiled_kernel{TRANSPOSE_ARGS}", 80)
+    assert t.task == "transpose-tiled" and "Guard the store with the output's bounds, not the load's" in t.hint
+    load = _memcheck("Invalid __global__ read of size 4 bytes", f"transpose_tiled_kernel{TRANSPOSE_ARGS}", 66)
+    assert "guard every load by its row" in load.hint  # a load past the input keeps its own hint
+
+
+@pytest.mark.parametrize("what", ["Invalid __global__ read of size 4 bytes", "Invalid __global__ write of size 4 bytes"])
+def test_05_naive_matmul_past_a_matrix_under_memcheck(what: str) -> None:
+    """mnaive-a-stride-n, mnaive-b-stride-k: A or B stepped by another matrix's width."""
+    t = _memcheck(what, f"matmul_naive_kernel{MATMUL_ARGS}", 153)
+    assert t.task == "matmul-naive" and "Each matrix steps its rows by its own width" in t.hint
+
+
+def test_05_tiled_matmul_loads_past_a_or_b_under_memcheck() -> None:
+    """mtiled-guard-tile-index: loads judged by the tile's index, not the matrix's."""
+    t = _memcheck("Invalid __global__ read of size 4 bytes", f"matmul_tiled_kernel{MATMUL_ARGS}", 190)
+    assert t.task == "matmul-tiled" and "Judge each tile load by the global row and column it reads" in t.hint
+
+
+def test_05_fast_vector_access_past_a_row_under_memcheck() -> None:
+    """fast-vec-ignores-n-mod-4 where memcheck reports first: a 16-byte read at the end of a row; a 4-byte
+    one gets the general advice."""
+    kernel = "void fast::matmul_fast_kernel<true>" + MATMUL_ARGS
+    t = _memcheck("Invalid __global__ read of size 16 bytes", kernel, 240)
+    assert t.task == "fast" and "Take the vector path only when the row length is a multiple of 4" in t.hint
+    scalar = _memcheck("Invalid __global__ read of size 4 bytes", kernel, 240)
+    assert "Take the vector path only" not in scalar.hint
+
+
+def test_05_fast_race_names_the_wait_for_the_copies() -> None:
+    """fast-prologue-skips-empty-commits, fast-wait-too-few-groups: racecheck sees the slice read before its
+    cp.async copies landed."""
+    t = sanitized(MATMUL, "racecheck", race_log(
+        "void fast::matmul_fast_kernel<true>(const float *, const float *, float *, int, int, int)",
+        "05-tiled-matmul/matmul.cu:236", "05-tiled-matmul/matmul.cu:251"))
+    assert "cp.async.wait_group" in t.hint and "empty ones too" in t.hint
 
 
 # --- lab 05: hints that must stay away ---
