@@ -132,7 +132,8 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
     ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some", with
     "mismatch:most" too when at least 90 % are wrong; "mismatch:one-written" beside "mismatch:all" when the
     output's only element was written with a wrong value; "mismatch:tail-written" beside "mismatch:tail"
-    when the wrong end was written, not left as the poison); and for a sanitizer finding, where its first
+    when the wrong end was written, not left as the poison; "mismatch:from-a-quarter" beside
+    "mismatch:some" when exactly the first quarter is right, as when n bytes of n floats were copied); and for a sanitizer finding, where its first
     out-of-bounds access went (access_signatures)."""
     found: set[str] = access_signatures(message)
     m, patterns = mismatch.diagnosis(message, geometry)
@@ -147,6 +148,9 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
         found.add("mismatch:all")
         if m.total == 1 and m.samples and not ids & {"never-written", "nan"}:
             found.add("mismatch:one-written")  # written, and wrong: nothing was left out, the value is
+    elif m.first > 0 and m.last == m.total - 1 and m.first in (m.total // 4, -(-m.total // 4)):
+        # The first quarter right, the rest wrong: n bytes of n 4-byte elements made the trip.
+        found |= {"mismatch:some", "mismatch:from-a-quarter"}
     elif ids & {"tail", "last-partial-block"}:
         found.add("mismatch:tail")
         if m.samples and not ids & {"never-written", "nan"}:

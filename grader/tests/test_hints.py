@@ -65,6 +65,18 @@ def test_signatures() -> None:
     assert hints.hint_for(Category.WRONG_ANSWER, one.format("2779096485")).startswith("Every element is wrong")
 
 
+def test_the_first_quarter_right_is_its_own_signature() -> None:
+    """n bytes copied for n floats: exactly the first quarter comes back (n // 4, or one more where the last
+    float was cut); a run from any other index is not that."""
+    span = "{bad} of {n} elements differ (seed 1, exact); mismatches span indices {first}..{last}"
+    for n, first in ((1000, 250), (1025, 256), (1025, 257)):
+        sigs = hints.signatures(span.format(bad=n - first, n=n, first=first, last=n - 1))
+        assert {"mismatch:some", "mismatch:from-a-quarter"} <= sigs, (n, first)
+    for n, first, last in ((1000, 268, 999), (1000, 250, 998), (1000, 500, 999)):
+        sigs = hints.signatures(span.format(bad=last - first + 1, n=n, first=first, last=last))
+        assert "mismatch:from-a-quarter" not in sigs, (n, first, last)
+
+
 TILE_BUG = ("Value of: cudalab::DeviceAllEqual(reference_scan(in), out, seed)\n  Actual: false (16773120 of 16777216 "
             "elements differ (seed 42, exact); mismatches span indices 4096..16777215\n"
             "  [4096] expected 16221, actual 16719\n  [4097] expected 16229, actual 16727\n)\nExpected: true")

@@ -10,7 +10,7 @@ import pytest
 
 
 from grader.tests.lab_hints_01_03 import (
-    _annotate, _cuda_error, _exception, _expect_eq, NAN, _pending, _report, _value_of)
+    _annotate, _cuda_error, _exception, _expect_eq, NAN, _pending, _report, _technique, _value_of)
 
 
 # === Lab 03: vector-add ======================================================================================
@@ -63,9 +63,32 @@ def test_lab_03_host_flow_that_counts_elements_as_bytes() -> None:
     assert "1.79366203e-43" in quarter
     first = found["VectorAddCorrectness.HostFlow/1025"]
     assert first.startswith("Everything from index 256 on is wrong")
-    assert "Part of the data never made the trip" in first and "carries from one tile" not in first
+    assert "Exactly the first quarter of c is right" in first and "carries from one tile" not in first
     assert "Follow the data" in found["VectorAddCorrectness.HostFlow/3"]
     assert "an allocation of n bytes holds only a quarter" in found["VectorAddCorrectness.HostFlow/16777217"]
+
+
+def test_lab_03_grid_bugs_seen_through_the_host_flow() -> None:
+    """The H200 gate: the host flow's test runs first and calls vector_add, so a grid bug of task 2 shows
+    there first, with c read back from the student's own (unpoisoned) allocation: 0 where nothing wrote.
+    vadd-grid-rounds-down loses the last partial block; vadd-index-uses-griddim (block b at b * gridDim.x)
+    leaves zeros from 268 on at n = 1000 (not 250, a quarter: not a byte count)."""
+    host = "AllEqual(in.expected, vector_add_host(in.a, in.b), kSeed + n)"
+    rounds = _c(257, lambda i: i < 256, expr=host, line=110, seed=3260, fill=0.0)
+    covered = {b * 4 + t for b in range(4) for t in range(256) if b * 4 + t < 1000}
+    griddim = _c(1000, lambda i: i in covered, expr=host, line=110, seed=4003, fill=0.0)
+    found = _annotate("03-vector-add", {"VectorAddCorrectness.HostFlow/257": [rounds],
+                                        "VectorAddCorrectness.HostFlow/1000": [griddim]})
+    assert "vector_add's grid stops at the last full block" in found["VectorAddCorrectness.HostFlow/257"]
+    g = found["VectorAddCorrectness.HostFlow/1000"]
+    assert "blockIdx.x * blockDim.x + threadIdx.x (blockDim, not gridDim)" in g and "n * sizeof(float) bytes" not in g
+
+
+def test_lab_03_pinned_memory_freed_with_cudafree() -> None:
+    """pinned-free-with-cudafree: the technique check finds no cudaFreeHost (no test fails before it)."""
+    hint = _technique("03-vector-add", "pinned", "pinned memory is released with cudaFreeHost (or cudaHostUnregister, "
+                      "then free). Expected /cudaFreeHost|cudaHostUnregister/ in the functions your code calls")
+    assert "cudaFree is for device memory" in hint
 
 
 def test_lab_03_host_flow_that_copies_a_twice() -> None:
