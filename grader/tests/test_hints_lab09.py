@@ -370,3 +370,10 @@ def test_09_trace_out_of_order_comes_before_the_bracket_check() -> None:
         f"{STREAMS_AT}:970\nValue of: m[0] <= m[1] && m[1] <= m[2] && m[2] <= m[3]\n  Actual: false\nExpected: true\n"
         "chunk 1: trace times 0.32, 1.36, 1.02, 0.65 ms are out of order (before H2D, after H2D, after kernel, after D2H)"])
     assert "chunk c's events are trace[4c] to trace[4c + 3]" in t.hint
+
+
+def test_09_pipeline_stream_index_past_the_vector_crashes_the_host() -> None:
+    """pipe-stream-per-chunk-index on the H200: the first failure is a host crash, not an invalid handle."""
+    name = "StreamsResourcesCorrectness.Pipeline"
+    t = grade("09-streams", [], extra=[stopped(name, Category.CRASH, "the test process was killed by SIGSEGV")])[name]
+    assert t.task == "pipelined" and "streams[c % streams.size()]" in t.hint
