@@ -284,6 +284,18 @@ def test_04_filter_rows_clamped_against_the_width(w: int, h: int, first_row: int
     assert "look at the clamp of the neighbour's row. It must stop at height - 1" in t.hint
 
 
+@pytest.mark.parametrize("h, bug", [(1, {"zero_border": True}), (1, {"rows_clamp": "no-lower"}),
+                                    (7, {"rows_clamp": "width"}), (7, {"transposed": True})])
+def test_04_filter_on_an_image_one_pixel_wide(h: int, bug: dict) -> None:
+    """The H200 gate: the first failing input of the clamp bugs is 1 x 1 or 1 x 7, where every pixel is on
+    an edge and every pixel comes out wrong; the weights bug fails it the same way. The hint leads with the
+    clamp and says how the weights' case differs."""
+    t = one(PITCHED, f"PitchedFilterCorrectness.Filter3x3/w1_h{h}", run_filter(1, h, **bug))
+    assert f"{h} of {h} elements differ" in t.message
+    assert "every pixel is on an edge, so every result uses clamped neighbours" in t.hint
+    assert "If the wider images are wrong in their interior too, the weights are at fault" in t.hint
+
+
 def test_04_filter_without_a_guard() -> None:
     """filter-no-guard: every value right, the padding and the rows below written."""
     t = one(PITCHED, "PitchedFilterCorrectness.Filter3x3/w33_h7", run_filter(33, 7, guard=False))
