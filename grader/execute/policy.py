@@ -13,6 +13,9 @@ from pathlib import Path
 from grader.isolate import process
 
 DEFAULT_HOST_MEMORY_MIB = 32768.0
+# What a run under compute-sanitizer may hold beyond the lab's own limit: the tool's memory is not the
+# program's (racecheck held 4,170 MiB over lab 03's small tests on an H200, whose runs peak at 183 MiB).
+TOOL_HOST_MEMORY_MIB = 4096.0
 
 # What a test binary keeps of the grader's environment; everything else (GTEST_*, CUDALAB_*,
 # LD_PRELOAD, CUDA_INJECTION64_PATH, ...) is the grader's to set or leave out.
@@ -82,10 +85,14 @@ class RunPolicy:
 
     def for_tool(self, timeout_s: float) -> tuple[float, RunPolicy]:
         """(the wall limit, this policy) for a run under a tool in front of the binary (compute-sanitizer,
-        ncu): the tool runs threads of its own, so CPU time may well exceed wall time."""
+        ncu): the tool runs threads of its own, so CPU time may well exceed wall time, and holds host
+        memory of its own (TOOL_HOST_MEMORY_MIB more than the lab allows the program)."""
         limit = self.timeout(timeout_s)
         limits = process.Limits(cpu_s=int(limit * 8 + 60), file_bytes=self.limits.file_bytes, nproc=self.limits.nproc)
-        return limit, replace(self, limits=limits)
+        confine = self.confine
+        if confine is not None and confine.memory_mib:
+            confine = replace(confine, memory_mib=confine.memory_mib + TOOL_HOST_MEMORY_MIB)
+        return limit, replace(self, limits=limits, confine=confine)
 
     def cap_message(self) -> str:
         cap = f" ({self.cap_s:g} s)" if self.cap_s else ""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from grader.execute import runs
 from grader.execute.lab_run import Graded
+from grader.execute.policy import TOOL_HOST_MEMORY_MIB
 from grader.execute.runner import Runner
 from grader.execute.sanitizer_log import Finding, parse_log, target_died, unsupported
 from grader.host.toolkit import find_sanitizer
@@ -150,8 +151,9 @@ def run_tool(
         limit = (proc.confinement or {}).get("memory_mib")
         result.status = Status.NOT_RUN
         result.category = Category.HARNESS
-        result.message = (f"compute-sanitizer {tool} gave no verdict: with the tool attached, the run held more host "
-                          f"memory ({mib:g} MiB) than the {limit:g} MiB this lab allows a run, and was stopped")
+        result.message = (f"compute-sanitizer {tool} gave no verdict: the run held more host memory ({mib:g} MiB) than "
+                          f"the {limit:g} MiB it may hold under the tool (the lab's limit and {TOOL_HOST_MEMORY_MIB:g} "
+                          "MiB for the tool), and was stopped")
     elif proc.signal or not text.strip() or not finished:
         why = proc.signal_name or f"exit code {proc.returncode}"
         result.status = Status.NOT_RUN

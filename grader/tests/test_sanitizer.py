@@ -158,7 +158,19 @@ def test_a_tool_run_stopped_for_host_memory_says_so(monkeypatch) -> None:
     monkeypatch.setattr(runs, "launch", launch)
     r = sanitizer.run_tool("cs", "racecheck", Path("/bin/true"), 10).result
     assert r.status is Status.NOT_RUN and r.category is Category.HARNESS
-    assert "more host memory (4100 MiB) than the 4096 MiB this lab allows a run" in r.message
+    assert "more host memory (4100 MiB) than the 4096 MiB it may hold under the tool" in r.message
+
+
+def test_a_run_under_a_tool_may_hold_more_host_memory_than_the_program() -> None:
+    """On the H200, racecheck held 4,170 MiB over lab 03's small tests (the program alone: 183 MiB), past the
+    lab's 4,096 MiB: the tool's own memory is allowed on top of the lab's limit."""
+    from grader.execute.policy import TOOL_HOST_MEMORY_MIB, ConfineSettings, RunPolicy
+
+    policy = RunPolicy(confine=ConfineSettings(memory_mib=4096.0))
+    _, tool = policy.for_tool(60)
+    assert tool.confine.memory_mib == 4096.0 + TOOL_HOST_MEMORY_MIB >= 8192.0
+    assert policy.confine.memory_mib == 4096.0  # the program's own runs keep the lab's limit
+    assert RunPolicy().for_tool(60)[1].confine is None  # unconfined stays unconfined
 
 
 def test_sanitizer_argv_and_small_mode() -> None:
