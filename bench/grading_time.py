@@ -85,7 +85,16 @@ def columns(lab: dict[str, Any]) -> dict[str, float]:
 
 
 ORDER = ("prepare", "run student", "run hidden", "run solution", "reference", "memcheck", "racecheck",
-         "synccheck", "initcheck", "score")
+         "synccheck", "initcheck", "sanitize", "score")
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+def row_total(row: dict[str, float]) -> float:
+    """A lab's seconds: its stages', where the sanitize stage counts its wall time (the tools run side by
+    side, so their own columns overlap) when the grader recorded it, else each tool's."""
+    if "sanitize" in row:
+        return sum(v for k, v in row.items() if k not in TOOLS)
+    return sum(row.values())
 
 
 def table(results: dict[str, Any], wall_s: float | None) -> str:
@@ -96,9 +105,9 @@ def table(results: dict[str, Any], wall_s: float | None) -> str:
     head = ["lab"] + used + ["total"]
     rows = []
     for lab, row in zip(labs, cols):
-        rows.append([lab["name"]] + [f"{row[c]:.1f}" if c in row else "" for c in used] + [f"{sum(row.values()):.1f}"])
+        rows.append([lab["name"]] + [f"{row[c]:.1f}" if c in row else "" for c in used] + [f"{row_total(row):.1f}"])
     sums = {c: sum(row.get(c, 0.0) for row in cols) for c in used}
-    total = sum(sums.values())
+    total = sum(row_total(row) for row in cols)
     rows.append(["all labs"] + [f"{sums[c]:.1f}" for c in used] + [f"{total:.1f}"])
     widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
     lines = ["  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
@@ -106,7 +115,9 @@ def table(results: dict[str, Any], wall_s: float | None) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     gpu = results.get("run", {}).get("gpu") or {}
     gpu = gpu.get("gpu_name", "no GPU") if isinstance(gpu, dict) else str(gpu)
-    lines.append(f"seconds of wall time per stage; GPU: {gpu}")
+    lines.append(f"seconds of wall time per stage; GPU: {gpu}"
+                 + ("; sanitize: the tools' stage, side by side (each tool's own run in its column)"
+                    if "sanitize" in used else ""))
     if wall_s is not None:
         lines.append(f"whole run: {wall_s:.1f} s wall, of which {max(0.0, wall_s - total):.1f} s outside the labs' "
                      "stages (configure, health probe, reports)")

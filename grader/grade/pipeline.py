@@ -119,10 +119,12 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
         result.tests += sanitizer.not_run(tools, "not run: a technique check failed already, which decides the "
                                           "mutation gate", label=ran.graded.label)
     else:
+        started = time.monotonic()
         result.tests += sanitizer.sanitize(
             lab, ran.graded, runner, tools=tools, timeout_s=sanitizer.timeout_for(lab, options.timeout_s),
             gpu_available=grade.gpu.available, tests=result.tests, stop_at_first_failure=options.stop_at_first_failure,
             own_kernels=ptx_kernels(ptx_of(prepared.inspection)))
+        result.seconds["sanitize"] = round(time.monotonic() - started, 3)  # the tools side by side: not their sum
     result.seconds.update({t.name: round(t.duration_s, 3) for t in result.tests
                            if t.name.startswith(f"{sanitizer.SUITE}.") and t.duration_s})
     started = time.monotonic()

@@ -29,6 +29,7 @@ def test_a_grade_records_the_seconds_of_each_stage(lab_root: Path, monkeypatch) 
                        Progress(stream=io.StringIO()))
     seconds = results.labs[0].seconds
     assert list(seconds)[0] == "prepare" and "run lab01_student" in seconds and "score" in seconds
+    assert "sanitize" in seconds  # the stage's wall time, beside each tool's (none here: no tool found)
     assert "reference lab01_solution" in seconds  # the reference timed beside the student's perf tests
     assert all(v >= 0 for v in seconds.values())
     assert results.to_dict()["labs"][0]["seconds"] == seconds  # in results.json
@@ -52,6 +53,19 @@ def test_the_table_groups_binaries_and_tools() -> None:
     assert total.split()[-1] == "23.0" and "NVIDIA H200" in text
     assert "7.0 s outside the labs' stages" in text
     assert text.splitlines()[-1] == "peak host memory of a test binary's runs, MiB: 01 1,290"
+
+
+def test_the_sanitize_stage_counts_its_wall_time_not_its_tools_sum() -> None:
+    """The tools run side by side: a lab's total takes the stage's wall time (sanitize), and each tool's
+    column still says how long its own run took."""
+    results = {"run": {"gpu": {"gpu_name": "NVIDIA H200"}}, "labs": [
+        {"name": "05-tiled-matmul", "seconds": {"prepare": 7.0, "run lab05_student": 9.0, "sanitizer.memcheck": 1.1,
+                                               "sanitizer.racecheck": 4.5, "sanitizer.synccheck": 1.1,
+                                               "sanitize": 4.6, "score": 0.1}}]}
+    text = grading_time.table(results, wall_s=21.0)
+    row = text.splitlines()[2].split()
+    assert row[0] == "05-tiled-matmul" and row[-1] == "20.7" and "4.6" in row
+    assert "side by side" in text
 
 
 def test_the_student_submission_holds_each_reference_file_in_its_lab(tmp_path: Path) -> None:
