@@ -252,3 +252,18 @@ def test_lab_03_hints_stay_in_their_task() -> None:
     assert "the guard must be i < n, not i <= n" in found["VectorAddCorrectness.SoaScales/1000"]
     short = found["VectorAddCorrectness.OneThreadPerElement/257"]
     assert "never made the trip" not in short and "The grid needs a thread for every element" in short
+
+
+def test_lab_03_float4_loads_past_the_end_under_memcheck() -> None:
+    """fast-loads-unguarded on the H200: memcheck's first finding is a 16-byte read past the arrays (its log
+    names no allocation for it); a 4-byte access keeps the general advice."""
+    from grader.tests.gtest_failures import memcheck_log, sanitized
+
+    kernel = "vector_add_fast_kernel(const float4 *, const float4 *, float4 *, unsigned long)"
+    detail = ("by thread (64,0,0) in block (0,0,0)", "Address 0x7f2440808000 is out of bounds")
+    log = memcheck_log("Invalid __global__ read of size 16 bytes", kernel, "03-vector-add/vector_add.cu:166",
+                       detail=detail)
+    t = sanitized("03-vector-add", "memcheck", log)
+    assert t.task == "fast" and "only n / 4 whole float4s fit in n floats" in t.hint
+    scalar = sanitized("03-vector-add", "memcheck", log.replace("size 16 bytes", "size 4 bytes"))
+    assert "only n / 4 whole float4s" not in scalar.hint

@@ -41,9 +41,9 @@ def _oob(after_or_before: str, n: str, size: str) -> str:
      {"out-of-bounds", "guard"}),
     # Further than one block can run past n: an index scaled wrong, not a guard.
     (_oob("after", "16,385", "4,000"), "the first at byte 20,384 of a 4,000-byte", "far past the end",
-     {"out-of-bounds"}),
+     {"out-of-bounds", "bad-argument"}),
     (_oob("after", "1,048,577", "16,384"), "the first at byte 1,064,960 of a 16,384-byte", "a guard will not fix",
-     {"out-of-bounds"}),
+     {"out-of-bounds", "bad-argument"}),
     # Before the start: a negative index.
     (_oob("before", "4", "16,384"), "the first 4 bytes before a 16,384-byte", "before the start",
      {"out-of-bounds"}),
