@@ -40,7 +40,7 @@ class FailureGroup:
         if found is not None:
             text = found.headline()
         elif self.test.category is Category.SANITIZER and len(lines) > 1:  # the first finding, not the count
-            text = first_line(lines[1], 160)
+            text = first_line(lines[1], 280)  # with where its first access went and by which thread
         else:
             text = first_line(said_by_the_test(clean_text(self.test.message)), 100)
         return labelled(category_label(self.test.category) or "failed", text)
