@@ -77,11 +77,18 @@ def _mode(t: TestResult) -> tuple[str, str]:
     return family, t.category.value if t.category else ""
 
 
+_INPUT_SIZE = re.compile(r"\bn = (\d[\d,]*)")
+
+
 def _size(t: TestResult) -> float:
-    """How big the failing input was: the size in the test's name, else the elements its mismatch counted."""
+    """How big the failing input was: the size in the test's name, else the elements its mismatch counted;
+    where that is one element (a reduction's sum, whatever its input), the n its own words name ("call 1
+    of 3 on the same workspace, n = 50001")."""
     n = mismatch.size_of(t.name)
     if n is None and (found := mismatch.read(t.message)) is not None:
         n = found.total
+        if n == 1 and (said := _INPUT_SIZE.search(t.message)) is not None:
+            n = int(said.group(1).replace(",", ""))
     return float("inf") if n is None else n
 
 

@@ -245,3 +245,19 @@ def test_a_failures_line_is_the_tests_words_not_googletests_expression() -> None
     assert whats[0].startswith("wrong answer: inclusive scan of n = 4294979641 (more than 2^32 items)")
     assert whats[1].startswith("wrong answer: out-of-bounds write: a kernel changed memory outside C")
     assert not any("Expected equality" in w or "Value of" in w for w in whats)
+
+
+def test_a_one_element_output_is_ranked_by_the_input_its_test_names() -> None:
+    """A reduction's output is one sum whatever its input: on the H200 lab 06's counter-reset test
+    (n = 50001, a plain TEST) led the single-pass task ahead of SinglePass/31. The n its message names
+    ranks it; an output of many elements keeps its own count."""
+    one = ("Value of: cudalab::AllEqual(std::vector<std::int64_t>{expected}, d_out.to_host(), seed)\n  Actual: false "
+           "(1 of 1 elements differ (seed 6106, exact); mismatches span indices 0..0\n  [0] expected 2511648, actual "
+           "2511697\n)\nExpected: true\ncall 1 of 3 on the same workspace, n = 50001")
+    small = one.replace("n = 50001", "").replace("call 1 of 3 on the same workspace", "")
+    lab = LabResult(number=6, name="06-reduce", title="Reduce", max_score=100)
+    lab.tests.append(TResult("ReduceSinglePassCorrectness.ResetsTheCounterForTheNextCall", Status.FAILED,
+                             task="single-pass", category=Category.WRONG_ANSWER, message=one))
+    lab.tests.append(TResult("ReduceCorrectness.SinglePass/31", Status.FAILED, task="single-pass",
+                             category=Category.WRONG_ANSWER, message=small))
+    assert [g.test.name for g in group_failures(lab)][0] == "ReduceCorrectness.SinglePass/31"
