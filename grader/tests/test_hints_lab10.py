@@ -328,3 +328,33 @@ def test_lab_10_offsets_seen_in_one_test() -> None:
     ])
     assert "A tile's sum landed in another tile's slot" in tile
     assert "block b must add exactly its own chunk, starting at b * kBlockItems" in block
+
+
+def test_lab_10_tile_sums_written_to_one_slot_race_in_the_helper() -> None:
+    """block-tile-sum-slot-by-lane on the H200: every tile's lane 0 stored at s_tile_sums[thread_rank()], slot 0.
+    racecheck names block_reduce_sum (the helper, not the kernel) and two writes on one line; the helper is
+    the block-reduce task's, so the finding costs that task and gets its hint."""
+    from grader.tests.gtest_failures import sanitized
+
+    helper = "block_reduce_sum(const cooperative_groups::__v1::thread_block &, float)"
+    log = ("========= COMPUTE-SANITIZER\n"
+           f"========= Error: Race reported between Write access at {helper}+0x1f0 in "
+           "/home/s/labs/10-cooperative-groups/cooperative.cu:72\n"
+           f"=========     and Write access at {helper}+0x1f0 in /home/s/labs/10-cooperative-groups/cooperative.cu:72 "
+           "[4 hazards]\n=========\n========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
+    t = sanitized(COOP, "racecheck", log)
+    assert t.task == "block-reduce" and "tile.meta_group_rank()" in t.hint
+    # A write racing a read keeps the barrier hint.
+    block, = own_hints(COOP, [("sanitizer.racecheck", "block-reduce", Category.SANITIZER,
+                               racecheck("block_reduce_sum", "cooperative.cu:72", "cooperative.cu:75"))])
+    assert "needs a block.sync() between the stores and the reads" in block
+
+
+def test_lab_10_short_tile_adds_a_value_past_the_end() -> None:
+    """tile-guard-off-by-one on the H200: at n = 1 the one tile's sum is junk (2012259559 for 895)."""
+    one = _wrong(1, 0, [(0, "895", "2012259559")], bad=1)
+    found = own_hints(COOP, [(f"CoopTileCorrectness.TileSums/{n}", "tile-reduce", None, "") for n in (32, 64)] + [
+        ("CoopTileCorrectness.TileSums/1", "tile-reduce", Category.WRONG_ANSWER, _tile_sums(1, one)),
+        ("CoopTileCorrectness.TileSums/33", "tile-reduce", Category.WRONG_ANSWER,
+         _tile_sums(33, _wrong(2, 1, [(1, "31", "2012259590")], bad=1)))])
+    assert "the short last tile added something from past the end of the input" in found[0]

@@ -307,3 +307,13 @@ def test_lab_11_keys_out_of_place_name_the_tree_order() -> None:
     assert "Nearly every key is out of place" in found[0] and "cudaStreamTailLaunch" in found[0], found[0]
     assert "only lane 0 of the scheduling warp" in found[0]
     assert "Some output slots were never written" in found[1], found[1]
+
+
+def test_lab_11_leaf_sort_race_shows_as_a_few_keys_out_of_place() -> None:
+    """bitonic-sync-per-run on the H200: 27 keys of 60,001 a few places off in one stretch, in the recursion's
+    tests, while the BlockSort tests passed and racecheck said nothing."""
+    samples = [(33083, "2353161787", "2353329741"), (33084, "2353266236", "2353946686"),
+               (33087, "2353329741", "2354792612"), (33089, "2353505915", "2353161787")]
+    stretch = _wrong(60001, 33083, samples, bad=27)
+    found = _lab_hint(QSORT, [("QuicksortOffsetCorrectness.UnalignedRanges/60001", "recursion", stretch)])
+    assert "a leaf sort raced" in found[0] and "every (k, j) step needs a __syncthreads()" in found[0]

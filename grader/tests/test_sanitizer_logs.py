@@ -162,3 +162,14 @@ def test_program_output_is_not_a_finding() -> None:
 ])
 def test_kernel_names(where: str, name: str) -> None:
     assert sanitizer_log.kernel_name(where) == name
+
+
+def test_two_writes_on_one_line_are_an_index_collision_not_a_missing_barrier() -> None:
+    """A race between two writes at the same line: two threads store to one slot, which a barrier would
+    only hide; a write racing a read elsewhere keeps the barrier advice."""
+    same = ("Shared-memory race (error) between a write at k.cu:72 and a write at k.cu:72 in k; 4 hazards")
+    other = ("Shared-memory race (error) between a write at k.cu:72 and a read at k.cu:75 in k; 4 hazards")
+    near = ("Shared-memory race (error) between a write at k.cu:72 and a write at k.cu:720 in k; 4 hazards")
+    assert "does not tell the writers apart" in hint_for(Category.SANITIZER, same)
+    assert "__syncthreads()" in hint_for(Category.SANITIZER, other)
+    assert "does not tell the writers apart" not in hint_for(Category.SANITIZER, near)
