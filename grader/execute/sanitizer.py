@@ -125,22 +125,7 @@ def run_tool(
         result.message = (f"compute-sanitizer {tool} gave no verdict: the program crashed under the tool{why} before "
                           "its tests ended, and the tool found nothing before that; the tests that crash say where")
     elif not excused and (findings or proc.returncode == ERROR_EXITCODE or (total or 0) > 0):
-        count = total if total is not None else sum(f.count for f in findings)
-        shown = findings[:MAX_SHOWN]
-        lines = [f"compute-sanitizer {tool} reported {count} error(s)" + (":" if shown else ".")]
-        lines += [f"  {f.line()}" for f in shown]
-        if len(findings) > MAX_SHOWN:
-            lines.append(f"  ... and {len(findings) - MAX_SHOWN} more distinct finding(s)")
-        result.status = Status.FAILED
-        result.category = Category.SANITIZER
-        result.message = truncate("\n".join(lines), 4_000)
-        result.properties["sanitizer_errors"] = str(count)
-        if shown:
-            result.properties["sanitizer_kernel"] = shown[0].kernel
-            result.properties["sanitizer_location"] = shown[0].location
-        kernels = sorted({f.charged for f in findings if f.kernel})
-        if kernels:  # every kernel a finding names costs the task that owns it (Finding.charged)
-            result.properties["sanitizer_kernels"] = ",".join(kernels)
+        report_findings(result, tool, findings, total)
     elif proc.timed_out:
         result.status = Status.NOT_RUN
         result.category = Category.TIMEOUT
@@ -165,6 +150,30 @@ def run_tool(
         if tail.strip():
             result.message += "\n\nLast output:\n" + tail[-1_500:]
     return ToolRun(tool, result, findings)
+
+
+def report_findings(result: TestResult, tool: str, findings: list[Finding], total: int | None) -> None:
+    """result made the failure these findings are: the count, the first MAX_SHOWN findings in words, and
+    for the report, hints and scoring the first one's kernel, line and where its access went
+    (sanitizer_oob: an "oob:" signature for the hints), and every kernel a finding charges."""
+    count = total if total is not None else sum(f.count for f in findings)
+    shown = findings[:MAX_SHOWN]
+    lines = [f"compute-sanitizer {tool} reported {count} error(s)" + (":" if shown else ".")]
+    lines += [f"  {f.line()}" for f in shown]
+    if len(findings) > MAX_SHOWN:
+        lines.append(f"  ... and {len(findings) - MAX_SHOWN} more distinct finding(s)")
+    result.status = Status.FAILED
+    result.category = Category.SANITIZER
+    result.message = truncate("\n".join(lines), 4_000)
+    result.properties["sanitizer_errors"] = str(count)
+    if shown:
+        result.properties["sanitizer_kernel"] = shown[0].kernel
+        result.properties["sanitizer_location"] = shown[0].location
+        if shown[0].oob:
+            result.properties["sanitizer_oob"] = shown[0].oob
+    kernels = sorted({f.charged for f in findings if f.kernel})
+    if kernels:  # every kernel a finding names costs the task that owns it (Finding.charged)
+        result.properties["sanitizer_kernels"] = ",".join(kernels)
 
 
 def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str], timeout_s: float,

@@ -73,6 +73,7 @@ class Finding:
     detail: str = ""
     function: str = ""  # the inlined function the access is in, when it is not the kernel itself
     access: str = ""  # where the first such access went and who made it (access_text)
+    oob: str = ""  # where that access lay against its allocation (oob_kind): "just-past-end", ...
 
     @property
     def charged(self) -> str:
@@ -86,6 +87,22 @@ class Finding:
         times = f" ({self.count} times)" if self.count > 1 else ""
         extra = "".join(f"; {part}" for part in (self.detail, self.access) if part)
         return f"{self.what}{where}{at}{times}{extra}"
+
+
+# "just-past-end": at most this far past its allocation's end, as far as one block of 1024 threads can run
+# past n with 16-byte vectors: threads a guard should have stopped.
+NEAR_END_BYTES = 16 * 1024
+
+
+def oob_kind(nearest: re.Match[str] | None) -> str:
+    """Where an out-of-bounds access lay against the nearest allocation: "just-past-end" (within
+    NEAR_END_BYTES of its end), "far-past-end", "before-start", or "" when the tool named none."""
+    if nearest is None:
+        return ""
+    if nearest.group("dir") == "before":
+        return "before-start"
+    past = int(nearest.group("n").replace(",", "")) - 1  # "1 bytes after": the first byte past the end
+    return "just-past-end" if past < NEAR_END_BYTES else "far-past-end"
 
 
 def access_text(thread: str, block: str, nearest: re.Match[str] | None) -> str:
@@ -116,8 +133,7 @@ def parse_log(text: str, tool: str, own_files: Sequence[str] = ()) -> tuple[list
     def add(f: Finding) -> None:
         key = (f.what, f.kernel, f.location)
         old = merged.get(key)
-        merged[key] = f if old is None else Finding(f.tool, f.what, f.kernel, f.location, old.count + f.count, old.detail,
-                                                    old.function, old.access)
+        merged[key] = f if old is None else replace(old, count=old.count + f.count)
 
     i = 0
     while i < len(lines):
@@ -171,7 +187,9 @@ def parse_log(text: str, tool: str, own_files: Sequence[str] = ()) -> tuple[list
                 j += 1
             if not what.startswith("Program hit") and not what.startswith("Saved host"):
                 found = _finding(tool, what, frames, own_files)
-                add(replace(found, access=access_text(thread, block, nearest)) if found.kernel else found)
+                if found.kernel:
+                    found = replace(found, access=access_text(thread, block, nearest), oob=oob_kind(nearest))
+                add(found)
             i = j
             continue
         i += 1

@@ -108,23 +108,6 @@ def hints_for_lab(lab_dir: Path) -> tuple[Hint, ...]:
 
 
 MOST_WRONG = 0.9  # "mismatch:most": this share of the output wrong, or more
-# "oob:just-past-end": an out-of-bounds access at most this far past its allocation's end, as far as one
-# block of 1024 threads can run past n with 16-byte vectors: threads a guard should have stopped.
-NEAR_END_BYTES = 16 * 1024
-_AFTER_END = re.compile(r"the first at byte (?P<at>[\d,]+) of a (?P<size>[\d,]+)-byte allocation")
-_BEFORE_START = re.compile(r"the first [\d,]+ bytes? before a [\d,]+-byte allocation")
-
-
-def access_signatures(message: str) -> set[str]:
-    """Where a sanitizer finding's first out-of-bounds access went (grader/execute/sanitizer.py's
-    access_text, the message's first finding): "oob:just-past-end" within NEAR_END_BYTES of its
-    allocation's end, "oob:far-past-end" beyond, "oob:before-start" before its start."""
-    after, before = _AFTER_END.search(message), _BEFORE_START.search(message)
-    if after is not None and (before is None or after.start() < before.start()):
-        past = int(after.group("at").replace(",", "")) - int(after.group("size").replace(",", ""))
-        return {"oob:just-past-end" if past < NEAR_END_BYTES else "oob:far-past-end"}
-    return {"oob:before-start"} if before is not None else set()
-
 
 def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[str]:
     """Facts about a failure that a regular expression alone cannot state: the mismatch patterns of
@@ -133,9 +116,9 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
     "mismatch:most" too when at least 90 % are wrong; "mismatch:one-written" beside "mismatch:all" when the
     output's only element was written with a wrong value; "mismatch:tail-written" beside "mismatch:tail"
     when the wrong end was written, not left as the poison; "mismatch:from-a-quarter" beside
-    "mismatch:some" when exactly the first quarter is right, as when n bytes of n floats were copied); and for a sanitizer finding, where its first
-    out-of-bounds access went (access_signatures)."""
-    found: set[str] = access_signatures(message)
+    "mismatch:some" when exactly the first quarter is right, as when n bytes of n floats were copied).
+    A sanitizer finding's "oob:" signature comes from its result (annotate)."""
+    found: set[str] = set()
     m, patterns = mismatch.diagnosis(message, geometry)
     if m is None:
         return found
@@ -217,6 +200,8 @@ def annotate(lab: LabResult, hints: tuple[Hint, ...] | None = None, geometry: Ma
             # Alone: the only test of its task that fails (at whatever sizes). A check that only a huge
             # input can make (2^32 items) points at 32-bit indices only when nothing smaller fails.
             extra.add("task:alone" if failing_families.get(test.task) == {_family(test.name)} else "task:with-others")
+        if test.properties.get("sanitizer_oob"):  # where its first out-of-bounds access went (the stage's)
+            extra.add(f"oob:{test.properties['sanitizer_oob']}")
         if mismatch.size_of(test.name) == 1:
             extra.add("input:one")  # the test's input is one element: no neighbour, warp or tile to blame
         advice = hint_for(test.category, test.message, hints, geometry, extra, test.name, test.task)

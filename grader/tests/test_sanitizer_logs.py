@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from grader.execute import sanitizer_log
-from grader.model.results import Category
+from grader.model.results import Category, LabResult
+from grader.model.results import TestResult as TResult
 from grader.score import hints
 from grader.score.hints import hint_for
+from grader.tests.gtest_failures import sanitizer_result
 
 LOGS = Path(__file__).resolve().parent / "adversarial" / "sanitizer_logs"
 
@@ -33,34 +35,44 @@ def _oob(after_or_before: str, n: str, size: str) -> str:
         f"is {n} bytes {after_or_before} the nearest allocation at 0x7f2440804000 of size {size} bytes", 1)
 
 
-@pytest.mark.parametrize("log, access, advice, causes", [
+def _hinted(log: str) -> TResult:
+    """The memcheck result the stage makes of this log, given its hint as the score stage does."""
+    result = sanitizer_result("memcheck", log)
+    lab = LabResult(number=3, name="03-x", title="x", max_score=100, tests=[result])
+    hints.annotate(lab)
+    return result
+
+
+@pytest.mark.parametrize("log, access, oob, advice, causes", [
     # The last block's threads one element past n: the guard.
-    (_oob("after", "1", "16,384"), "the first at byte 16,384 of a 16,384-byte", "just past the end",
+    (_oob("after", "1", "16,384"), "the first at byte 16,384 of a 16,384-byte", "just-past-end", "just past the end",
      {"out-of-bounds", "guard"}),
-    (_oob("after", "16,384", "4,000"), "the first at byte 20,383 of a 4,000-byte", "just past the end",
-     {"out-of-bounds", "guard"}),
+    (_oob("after", "16,384", "4,000"), "the first at byte 20,383 of a 4,000-byte", "just-past-end",
+     "just past the end", {"out-of-bounds", "guard"}),
     # Further than one block can run past n: an index scaled wrong, not a guard.
-    (_oob("after", "16,385", "4,000"), "the first at byte 20,384 of a 4,000-byte", "far past the end",
+    (_oob("after", "16,385", "4,000"), "the first at byte 20,384 of a 4,000-byte", "far-past-end", "far past the end",
      {"out-of-bounds", "bad-argument"}),
-    (_oob("after", "1,048,577", "16,384"), "the first at byte 1,064,960 of a 16,384-byte", "a guard will not fix",
-     {"out-of-bounds", "bad-argument"}),
+    (_oob("after", "1,048,577", "16,384"), "the first at byte 1,064,960 of a 16,384-byte", "far-past-end",
+     "a guard will not fix", {"out-of-bounds", "bad-argument"}),
     # Before the start: a negative index.
-    (_oob("before", "4", "16,384"), "the first 4 bytes before a 16,384-byte", "before the start",
+    (_oob("before", "4", "16,384"), "the first 4 bytes before a 16,384-byte", "before-start", "before the start",
      {"out-of-bounds"}),
 ])
-def test_where_an_out_of_bounds_access_went_picks_the_advice(log: str, access: str, advice: str,
+def test_where_an_out_of_bounds_access_went_picks_the_advice(log: str, access: str, oob: str, advice: str,
                                                               causes: set[str]) -> None:
     """Issue 25: every memcheck finding got "add a bounds guard ... and check every index", whatever the
     bug. How far past its allocation the first access went tells a guard (the last block's threads just
-    past n) from an index scaled wrong (far past), and a negative index (before the start)."""
+    past n) from an index scaled wrong (far past), and a negative index (before the start). The finding
+    says it in words and records it (sanitizer_oob), and the hints read the record, not the words."""
     from grader.score.hints import load_hints
 
     findings, _ = sanitizer_log.parse_log(log, "memcheck")
-    line = findings[0].line()
-    assert access in line
-    hint = next(h for h in load_hints() if h.fits(Category.SANITIZER, line, hints.signatures(line)))
+    assert access in findings[0].line() and findings[0].oob == oob
+    result = _hinted(log)
+    assert result.properties["sanitizer_oob"] == oob
+    hint = next(h for h in load_hints() if h.fits(Category.SANITIZER, result.message, {f"oob:{oob}"}))
     assert advice in hint.text and set(hint.causes) == causes
-    assert hint_for(Category.SANITIZER, line) == hint.text
+    assert result.hint == hint.text
 
 
 def test_a_finding_without_the_allocation_keeps_the_general_advice() -> None:
@@ -69,9 +81,10 @@ def test_a_finding_without_the_allocation_keeps_the_general_advice() -> None:
     log = _oob("after", "1", "16,384").replace(
         "=========     and is 1 bytes after the nearest allocation at 0x7f2440804000 of size 16,384 bytes\n", "")
     findings, _ = sanitizer_log.parse_log(log, "memcheck")
-    assert findings[0].access == "by thread (0,0,0) of block (16,0,0)"
-    assert hints.access_signatures(findings[0].line()) == set()
-    assert "add a bounds guard (if (i < n)) and check every index" in hint_for(Category.SANITIZER, findings[0].line())
+    assert findings[0].access == "by thread (0,0,0) of block (16,0,0)" and findings[0].oob == ""
+    result = _hinted(log)
+    assert "sanitizer_oob" not in result.properties
+    assert "add a bounds guard (if (i < n)) and check every index" in result.hint
 
 
 # A write inside an inlined libcu++ atomic (lab 07's look-back publishing a status word past its scratch,
