@@ -37,6 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from grader.execute.sanitizer import TOOLS  # noqa: E402 - after the tree is on the path
+
 
 def submission_of_references(root: Path, labs: list[str], where: Path) -> Path:
     """A student's tree holding each reference file in its lab's place."""
@@ -84,9 +86,7 @@ def columns(lab: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-ORDER = ("prepare", "run student", "run hidden", "run solution", "reference", "memcheck", "racecheck",
-         "synccheck", "initcheck", "sanitize", "score")
-TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+ORDER = ("prepare", "run student", "run hidden", "run solution", "reference", *TOOLS, "sanitize", "score")
 
 
 def row_total(row: dict[str, float]) -> float:
