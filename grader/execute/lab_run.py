@@ -115,6 +115,9 @@ class RunRequest:
     grade_started: float = 0.0  # time.time() when the grade began: a cache written since is not believed
     # Called before a timed run (perf tests, the reference's): waits for work that would share the machine.
     before_timing: Callable[[], None] | None = None
+    # Called before every run of the lab's binaries but the first: waits for what ran beside that one (the
+    # sanitize stage, started with the first correctness run: grader/grade/pipeline.py).
+    settle: Callable[[], None] | None = None
 
 
 @dataclass
@@ -169,6 +172,14 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
             ) -> LabRun:
     """The run stage. earlier: the lab's tests already decided (none in a plain grade)."""
     out = LabRun()
+    runs_started = 0
+
+    def before_run(timed: bool) -> None:
+        nonlocal runs_started
+        if (runs_started or timed) and request.settle is not None:
+            request.settle()
+        runs_started += 1
+
     for binary in binaries:
         if binary.kind == "hidden":
             out.hidden_from = len(out.messages)
@@ -195,7 +206,7 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
             out.tests += not_built(expected or [], binary.label, binary.built)
             continue
         started = time.monotonic()
-        run = _run(lab, binary, expected, runner, request)
+        run = _run(lab, binary, expected, runner, request, before_run)
         out.seconds[f"run {binary.target}"] = round(time.monotonic() - started, 3)
         if run.peak_rss_mib is not None:
             out.host_memory_mib[f"run {binary.target}"] = run.peak_rss_mib
@@ -225,7 +236,8 @@ def run_lab(lab: Lab, binaries: list[Binary], runner: Runner, request: RunReques
     return out
 
 
-def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, request: RunRequest) -> runs.BinaryRun:
+def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, request: RunRequest,
+         before_run: Callable[[bool], None] = lambda timed: None) -> runs.BinaryRun:
     """One binary, confined. Progress lines are student-facing (CI logs publish them): a hidden test whose
     visibility conceals it is never named there, nor in the GPU health check's notes."""
     progress = runner.progress
@@ -262,7 +274,9 @@ def _run(lab: Lab, binary: Binary, expected: list[str] | None, runner: Runner, r
                                                      binary.label, binary.target).tests(wanted),
                                          properties={}, notes=[stop.message]))
             continue
-        if request.before_timing is not None and request.perf and gtest_filter in (PERF_FILTER, None):
+        timed = request.perf and gtest_filter in (PERF_FILTER, None)
+        before_run(timed)
+        if request.before_timing is not None and timed:
             request.before_timing()  # the perf tests time alone on the machine
         passes.append(runs.run_binary(
             binary.path, expected, request.timeout_s, label=binary.label, env=runner.env, gtest_filter=gtest_filter,
@@ -322,6 +336,8 @@ def reference_timings(reference: Path, expected: list[str] | None, runner: Runne
             messages.append(reference_cache.reuse_note(reuse.timings, reuse.age_s))
         if not names:
             return out
+    if request.settle is not None:
+        request.settle()
     if request.before_timing is not None:
         request.before_timing()
     runner.progress.step(f"timing the reference ({reference.name}, {len(names)} perf tests)")

@@ -188,7 +188,7 @@ def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str
     if graded.blocked is not None or not graded.ran:
         why = graded.blocked.test_message if graded.blocked is not None else "the binary did not build"
         return not_run(tools, why, label=label)
-    if not gpu_available or _saw_no_gpu(tests):
+    if not gpu_available or saw_no_gpu(tests):
         return skipped(tools, "no GPU on this machine", Category.NO_GPU, label)
     tool_path = find_sanitizer()
     if tool_path is None:
@@ -269,7 +269,7 @@ def skipped(tools: list[str], reason: str, category: Category, label: str) -> li
     return out
 
 
-def _saw_no_gpu(tests: list[TestResult]) -> bool:
+def saw_no_gpu(tests: list[TestResult]) -> bool:
     """Every test of the lab skipped for lack of a GPU: the binary saw none."""
     gpu_tests = [t for t in tests if t.category is Category.NO_GPU]
     return bool(gpu_tests) and len(gpu_tests) == len([t for t in tests if not t.name.startswith(f"{SUITE}.")])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from grader.build.cmake import Builder, CMakeBuilder
 from grader.build.stages import Builders
 from grader.execute import runs, sanitizer
 from grader.execute.health import HealthMonitor, probe_locator
-from grader.execute.lab_run import correctness_failed, run_lab
+from grader.execute.lab_run import Graded, correctness_failed, run_lab
 from grader.execute.runner import Runner, open_runner
 from grader.grade import ahead
 from grader.grade.options import RunOptions
@@ -100,7 +101,12 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
         result.tests += stop.tests(known_tests(grade.builders, lab))
         return scoring.score(lab, result, techniques=None, gpu=grade.info.gpu, label=label, progress=progress)
     runner = grade.runner.for_lab(lab.host_memory_mib)  # the lab's host-memory limit on its runs
-    ran = run_lab(lab, prepared.binaries, runner, options.request(lab), result.tests)
+    tools = sanitizer.tools_for(lab, options.sanitizer_tools)
+    request = options.request(lab)
+    beside = _sanitize_beside(grade, prepared, options, runner, tools)
+    if beside is not None:  # every later run of the lab waits for it: the huge tests, the timed ones
+        request = replace(request, settle=lambda: wait([beside]))
+    ran = run_lab(lab, prepared.binaries, runner, request, result.tests)
     result.seconds.update(ran.seconds)
     result.host_memory_mib.update(ran.host_memory_mib)
     _take_gpu_facts(grade, ran.gpu_properties)
@@ -109,9 +115,14 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
     result.tests += ran.tests
     if ran.hidden_from is not None:  # before later stages add messages of their own
         hidden.mark(result, lab.hidden_visibility, base + ran.hidden_from)
-    tools = sanitizer.tools_for(lab, options.sanitizer_tools)
     techniques = prepared.inspection.techniques
-    if not options.sanitize_failing and ran.graded is not None and correctness_failed(result.tests):
+    if beside is not None:
+        # Its seconds lie inside the run's (its later runs waited for it), so a key of their own.
+        sanitized, result.seconds[SANITIZE_BESIDE] = beside.result()
+        if sanitizer.saw_no_gpu(result.tests):  # as the stage would have said after the run
+            sanitized = sanitizer.skipped(tools, "no GPU on this machine", Category.NO_GPU, sanitized[0].binary)
+        result.tests += sanitized
+    elif not options.sanitize_failing and ran.graded is not None and correctness_failed(result.tests):
         result.tests += sanitizer.not_run(tools, "not run: a correctness test failed already", label=ran.graded.label)
     elif options.stop_at_first_failure and ran.graded is not None and prepared.inspection.technique_missing:
         # The mutation gate: a missing technique withholds points already (scored below), so the
@@ -137,6 +148,41 @@ def finish_lab(grade: Grade, prepared: PreparedLab, options: RunOptions, progres
         scored.profile = _profile(grade, lab, prepared, scored, options, progress)
         scored.seconds["profile"] = round(time.monotonic() - started, 3)
     return scored
+
+
+# A GPU with at least this much memory runs the sanitize stage beside the lab's first run: the small-size
+# tools hold well under a GiB, and the one test outside a huge suite that asks for memory wants 1.5 GiB.
+BESIDE_MIN_GPU_MIB = 8 * 1024
+SANITIZE_BESIDE = "sanitize beside run"  # LabResult.seconds: the stage's wall time, within "run <target>"
+
+
+def _sanitize_beside(grade: Grade, prepared: PreparedLab, options: RunOptions, runner: Runner,
+                     tools: list[str]) -> Future[tuple[list, float]] | None:
+    """The sanitize stage started now, beside the lab's first run (its correctness tests at every size
+    but the huge ones), when nothing it decides waits for that run: a student's or a solution's full
+    grade (every tool runs whatever the tests say; not the mutation gate), a binary that built, and a
+    GPU with memory for both. Its results are the same as after the run; what changes is that its
+    seconds and the correctness tests' overlap. The lab's later runs wait for it (RunRequest.settle):
+    the huge tests want the memory, the perf tests a quiet GPU. None: the stage runs after the run."""
+    student = next((b for b in prepared.binaries if b.kind == "student"), None)
+    if (not tools or student is None or student.block is not None or not student.built.ok
+            or not options.sanitize_failing or options.stop_at_first_failure or not options.perf
+            or not grade.gpu.available or grade.gpu.memory_mib < BESIDE_MIN_GPU_MIB or runner.stopped() is not None):
+        return None
+    lab = prepared.lab
+    graded = Graded(student.target, student.path, student.label, built=True, ran=True)
+
+    def stage() -> tuple[list, float]:
+        started = time.monotonic()
+        tests = sanitizer.sanitize(
+            lab, graded, runner, tools=tools, timeout_s=sanitizer.timeout_for(lab, options.timeout_s),
+            gpu_available=True, tests=[], own_kernels=ptx_kernels(ptx_of(prepared.inspection)))
+        return tests, round(time.monotonic() - started, 3)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sanitize-{lab.name}")
+    future = pool.submit(stage)
+    pool.shutdown(wait=False)  # the thread ends with the stage
+    return future
 
 
 def _answers_text(lab: Lab, options: RunOptions) -> str | None:

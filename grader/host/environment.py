@@ -24,6 +24,7 @@ class GpuProbe:
     name: str = ""  # "NVIDIA H200"
     compute_capability: str = ""  # "9.0"
     reason: str = ""  # why not, when unavailable
+    memory_mib: int = 0  # the smallest memory.total of the GPUs nvidia-smi lists (0: not known)
 
     @property
     def sm(self) -> str:
@@ -57,12 +58,15 @@ def probe_gpu() -> GpuProbe:
         return GpuProbe(False, reason=f"nvidia-smi -L failed: {line[:160]}")
     name = out.splitlines()[0].split(":", 1)[-1].split("(UUID")[0].strip()
     cc = ""
-    code, out = _run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"])
+    memory = 0
+    code, out = _run(["nvidia-smi", "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"])
     if code == 0 and out.strip():
         fields = [f.strip() for f in out.splitlines()[0].split(",")]
         if len(fields) >= 2:
             name, cc = fields[0] or name, fields[1]
-    return GpuProbe(True, name=name, compute_capability=cc)
+        sizes = [int(f[2]) for f in (ln.split(",") for ln in out.splitlines()) if len(f) >= 3 and f[2].strip().isdigit()]
+        memory = min(sizes, default=0)
+    return GpuProbe(True, name=name, compute_capability=cc, memory_mib=memory)
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,8 @@ class GpuDevice:
     def probe(self, machine: GpuProbe) -> GpuProbe:
         """The machine's probe, told about this device."""
         return GpuProbe(True, name=self.name or machine.name,
-                        compute_capability=self.compute_capability or machine.compute_capability)
+                        compute_capability=self.compute_capability or machine.compute_capability,
+                        memory_mib=machine.memory_mib)
 
 
 def list_gpus() -> list[GpuDevice]:

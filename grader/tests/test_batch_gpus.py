@@ -86,6 +86,21 @@ def test_list_gpus_reads_nvidia_smi(monkeypatch) -> None:
     assert environment.list_gpus() == []
 
 
+def test_the_gpu_probe_reads_the_smallest_memory(monkeypatch) -> None:
+    """A grade on a machine whose GPUs differ plans for the smallest (the sanitizer beside the run)."""
+    monkeypatch.setattr(environment.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    answers = {
+        "-L": (0, "GPU 0: NVIDIA H200 (UUID: GPU-ccc)\nGPU 1: NVIDIA A2 (UUID: GPU-ddd)\n"),
+        "--query-gpu=name,compute_cap,memory.total": (0, "NVIDIA H200, 9.0, 143771\nNVIDIA A2, 8.6, 15356\n"),
+    }
+    monkeypatch.setattr(environment, "_run", lambda argv, **kw: answers.get(argv[1], (1, "")))
+    probe = environment.probe_gpu()
+    assert (probe.available, probe.name, probe.compute_capability, probe.memory_mib) == (True, "NVIDIA H200", "9.0", 15356)
+    assert DEVICES[0].probe(probe).memory_mib == 15356
+    answers["--query-gpu=name,compute_cap,memory.total"] = (0, "NVIDIA H200, 9.0, [N/A]\n")
+    assert environment.probe_gpu().memory_mib == 0  # not known: nothing is planned on it
+
+
 def test_the_pool_lends_each_gpu_per_gpu_times() -> None:
     pool = GpuPool([DEVICES[0], DEVICES[1]], per_gpu=2)
     assert pool.capacity == 4 and pool.pinned and not GpuPool([None]).pinned

@@ -68,6 +68,19 @@ def test_the_sanitize_stage_counts_its_wall_time_not_its_tools_sum() -> None:
     assert "side by side" in text
 
 
+def test_a_stage_beside_the_run_counts_nothing_of_its_own() -> None:
+    """The sanitize stage ran beside the correctness tests: the run's seconds hold it (its later runs
+    waited for the stage), so the total leaves out both the stage and its tools."""
+    results = {"run": {"gpu": {"gpu_name": "NVIDIA H200"}}, "labs": [
+        {"name": "05-tiled-matmul", "seconds": {"prepare": 7.0, "run lab05_student": 9.0, "sanitizer.memcheck": 1.1,
+                                               "sanitizer.racecheck": 4.5, grading_time.SANITIZE_BESIDE: 4.6,
+                                               "score": 0.1}}]}
+    text = grading_time.table(results, wall_s=17.0)
+    row = text.splitlines()[2].split()
+    assert row[0] == "05-tiled-matmul" and row[-1] == "16.1" and "4.6" in row
+    assert "beside the correctness tests" in text
+
+
 def test_the_student_submission_holds_each_reference_file_in_its_lab(tmp_path: Path) -> None:
     where = grading_time.submission_of_references(ROOT, ["05", "11"], tmp_path / "sub")
     files = sorted(p.relative_to(where).as_posix() for p in where.rglob("*") if p.is_file())
