@@ -5,6 +5,7 @@
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/logical.h>
+#include <thrust/transform.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <cudalab/check.cuh>
 #include <cudalab/compare.hpp>
 #include <cudalab/device_buffer.cuh>
+#include <cudalab/device_random.cuh>
 #include <cudalab/gtest_cuda.hpp>
 #include <cudalab/guarded_buffer.cuh>
 #include <cudalab/launch.cuh>
@@ -414,26 +416,30 @@ class RowSigns {
 constexpr cudalab::Tolerance kGemmBenchTol{1e-4, 0.0};
 
 // Square problems too big for a CPU reference: a function's output is checked against cuBLAS instead.
+// Everything stays on the GPU (inputs made there, outputs compared there): at 8192^2 the host would
+// spend seconds making, copying and comparing 256 MB matrices before the first timed call.
 struct GemmBench {
   explicit GemmBench(int size)
       : n(size),
         count(static_cast<std::size_t>(size) * size),
-        d_a(cudalab::random_vector<float>(count, kSeed + size, 0.25f, 1.25f)),
-        d_b(cudalab::random_vector<float>(count, kSeed + size + 1, 0.25f, 1.25f)),
+        d_a(count),
+        d_b(count),
         d_c(count),
         d_ref(count),
         a_signs(static_cast<std::size_t>(size), kSeed + size + 2) {
+    cudalab::random_fill(d_a.data(), count, kSeed + size, 0.25f, 1.25f);
+    cudalab::random_fill(d_b.data(), count, kSeed + size + 1, 0.25f, 1.25f);
     blas.sgemm_row_major(d_a.data(), d_b.data(), d_ref.data(), n, n, n);
     CUDA_CHECK(cudaDeviceSynchronize());
-    reference = d_ref.to_host();
   }
 
-  // Runs fn once on a poisoned output and compares with cuBLAS. Only before the timing: A is as made.
+  // Runs fn once on a poisoned output and compares with cuBLAS. Only before the timing: A is as made
+  // (no row flipped yet, so every sign is +1).
   bool correct(MatmulFn fn) {
     cudalab::poison(d_c);
     fn(d_a.data(), d_b.data(), d_c.data(), n, n, n);
     CUDA_CHECK(cudaDeviceSynchronize());
-    return static_cast<bool>(AllNear(reference, d_c.to_host(), kGemmBenchTol, kSeed + n));
+    return a_signs.matches(d_c.data(), d_ref.data(), count, n, false, kGemmBenchTol);
   }
 
   void add(cudalab::bench::Suite& suite, const std::string& name, MatmulFn fn) {
@@ -464,7 +470,6 @@ struct GemmBench {
   Cublas blas;
   DeviceBuffer<float> d_a, d_b, d_c, d_ref;  // d_ref: cuBLAS's C for A as made
   RowSigns a_signs;
-  std::vector<float> reference;
 };
 
 class MatmulPerf : public cudalab::GpuTestWithParam<int> {};
@@ -527,18 +532,31 @@ INSTANTIATE_TEST_SUITE_P(, MatmulLargePerf, ::testing::Values(8192), cudalab::Si
 // device-to-device cudaMemcpy of the same bytes, which is what a transpose can at best approach.
 class TransposePerf : public cudalab::GpuTestWithParam<int> {};
 
+// Element i of the transpose of a square n x n row-major matrix: row i / n of it is column i / n of in.
+struct TransposedAt {
+  const float* in;
+  std::size_t n;
+  __device__ float operator()(std::size_t i) const { return in[(i % n) * n + i / n]; }
+};
+
 TEST_P(TransposePerf, Padded) {
   CUDALAB_SKIP_PERF_IN_SMALL_MODE();
   const int n = GetParam();
   const std::size_t count = static_cast<std::size_t>(n) * n;
-  const auto in = cudalab::random_vector<float>(count, kSeed + 8, 1.0f, 1000.0f);
-  const auto expected = transpose_reference(in, n, n);
-  DeviceBuffer<float> d_in(in), d_out(count);
+  // Made, transposed and compared on the GPU: on the host the 8192^2 transpose alone took a second.
+  DeviceBuffer<float> d_in(count), d_out(count), d_expected(count);
+  cudalab::random_fill(d_in.data(), count, kSeed + 8, 1.0f, 1000.0f);
+  thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                    thrust::counting_iterator<std::size_t>(count), d_expected.data(),
+                    TransposedAt{d_in.data(), static_cast<std::size_t>(n)});
+  CUDA_CHECK(cudaDeviceSynchronize());  // the input and its transpose made before any stream reads them
+  RowSigns in_signs(n, kSeed + 9);  // every sign +1 until the first flip
+  constexpr cudalab::Tolerance kExact{};  // a transpose only moves values
   auto correct = [&](TransposeFn fn) {
     cudalab::poison(d_out);
     fn(d_in.data(), d_out.data(), n, n);
     CUDA_CHECK(cudaDeviceSynchronize());
-    return static_cast<bool>(AllEqual(expected, d_out.to_host(), kSeed + 8));
+    return in_signs.matches(d_out.data(), d_expected.data(), count, n, true, kExact);
   };
   if (!correct(transpose_padded)) CUDALAB_SKIP("transpose_padded is incorrect at this size: not timed");
   const bool tiled_ok = correct(transpose_tiled);
@@ -548,9 +566,6 @@ TEST_P(TransposePerf, Padded) {
   cudalab::bench::Suite suite(cudalab::bench::Work::bytes(bytes), std::to_string(n) + " x " + std::to_string(n) + " float");
   // Before every call a random half of the input's rows flip sign (the same columns of the output) and
   // the output is poisoned; after it, all of the output is compared with the first input's transpose.
-  const DeviceBuffer<float> d_expected(expected);
-  RowSigns in_signs(n, kSeed + 9);
-  constexpr cudalab::Tolerance kExact{};  // a transpose only moves values
   suite.add("impl", [&] { transpose_padded(d_in.data(), d_out.data(), n, n); })
       .prepare([&](int call) {
         in_signs.flip(d_in.data(), n, call);
