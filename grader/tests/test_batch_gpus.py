@@ -10,11 +10,11 @@ import io
 import json
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from grader.course.batch import slots as batch_slots
 from grader.cli import args as cli
 from grader.host import environment
 from grader.execute import runs
@@ -110,6 +110,29 @@ def test_the_pool_lends_each_gpu_per_gpu_times() -> None:
     assert taken == [0, 1, 0]  # round-robin: the first grades spread over the GPUs
 
 
+def test_the_pool_lends_one_named_gpu_when_it_is_free() -> None:
+    """The batch's reference timings take each GPU by name: a named GPU waits for that GPU only."""
+    pool = GpuPool([DEVICES[0], DEVICES[1]])
+    got: list[int] = []
+    with pool.take(DEVICES[0]):
+        with pool.take() as other:  # the one left
+            assert other is DEVICES[1]
+
+        def named() -> None:
+            with pool.take(DEVICES[0]) as d:
+                got.append(d.index)
+
+        waiter = threading.Thread(target=named)
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive() and not got  # GPU 0 is still held
+    waiter.join(5)
+    assert got == [0]
+    with pytest.raises(ValueError, match="not a GPU of this pool"):
+        with pool.take(DEVICES[2]):
+            pass
+
+
 def test_the_health_probe_checks_the_gpu_of_the_grade(tmp_path: Path) -> None:
     seen = tmp_path / "seen"
     probe = tmp_path / "probe"
@@ -124,8 +147,9 @@ def test_the_health_probe_checks_the_gpu_of_the_grade(tmp_path: Path) -> None:
 
 
 class RunWatch:
-    """Wraps the batch's run half (grade_labs) and runs.run_binary: grades at once (overall and per GPU), and every test binary's
-    CUDA_VISIBLE_DEVICES against the GPU its grade took."""
+    """Wraps the batch's GPU pool (GpuPool.take) and runs.run_binary: GPUs held at once (overall and per
+    GPU: a student's grade or a GPU's reference timings ahead), and every test binary's
+    CUDA_VISIBLE_DEVICES against the GPU its thread holds."""
 
     def __init__(self, monkeypatch) -> None:
         self.lock = threading.Lock()
@@ -135,22 +159,25 @@ class RunWatch:
         self.current = threading.local()
         self.binaries: list[tuple[str, str | None]] = []  # (binary, CUDA_VISIBLE_DEVICES)
         self.mismatches: list[str] = []
-        real_grade_labs, real_run_binary = batch_slots.grade_labs, runs.run_binary
+        real_take, real_run_binary = GpuPool.take, runs.run_binary
+        watch = self
 
-        def grade_labs(grade, labs, options, progress, prepared=None):
-            device = options.env.get("CUDA_VISIBLE_DEVICES", "")
-            with self.lock:
-                self.now[device] = self.now.get(device, 0) + 1
-                self.most_total = max(self.most_total, sum(self.now.values()))
-                self.most_per_gpu = max(self.most_per_gpu, self.now[device])
-            self.current.device = device
-            try:
-                time.sleep(0.2)
-                return real_grade_labs(grade, labs, options, progress, prepared)
-            finally:
-                self.current.device = None
-                with self.lock:
-                    self.now[device] -= 1
+        @contextmanager
+        def take(pool, *args, **kwargs):
+            with real_take(pool, *args, **kwargs) as taken:
+                device = taken.uuid if taken is not None else ""
+                with watch.lock:
+                    watch.now[device] = watch.now.get(device, 0) + 1
+                    watch.most_total = max(watch.most_total, sum(watch.now.values()))
+                    watch.most_per_gpu = max(watch.most_per_gpu, watch.now[device])
+                watch.current.device = device
+                try:
+                    time.sleep(0.2)
+                    yield taken
+                finally:
+                    watch.current.device = None
+                    with watch.lock:
+                        watch.now[device] -= 1
 
         def run_binary(binary, *args, **kwargs):
             device = (kwargs.get("env") or {}).get("CUDA_VISIBLE_DEVICES")
@@ -160,7 +187,7 @@ class RunWatch:
                 self.mismatches.append(f"{Path(binary).name} ran with {device}")
             return real_run_binary(binary, *args, **kwargs)
 
-        monkeypatch.setattr(batch_slots, "grade_labs", grade_labs)
+        monkeypatch.setattr(GpuPool, "take", take)
         monkeypatch.setattr(runs, "run_binary", run_binary)
 
 
@@ -191,8 +218,9 @@ def test_each_gpu_grades_one_student_at_a_time(lab_root: Path, tmp_path: Path, f
     assert list(csv.reader(io.StringIO((out / "gradebook.csv").read_text())))[0][-3:] == ["status", "gpu", "notes"]
     assert "GPUs used" in (out / "class-summary.html").read_text() and "graded per GPU: GPU" in stdout
 
-    # The reference is timed once on each GPU a student was graded on, pinned there, and kept per GPU.
-    gpus = sorted(set(used.values()))
+    # The reference is timed once on each GPU of the batch, pinned there (ahead, while the first students
+    # build), and kept per GPU.
+    gpus = ["0", "2"]
     reference = [d for name, d in watch.binaries if name == "lab01_solution"]
     assert len(fakes["reference_runs"]) == len(gpus) and sorted(reference) == [f"GPU-fake-{g}" for g in gpus]
     for g in gpus:
@@ -211,6 +239,26 @@ def test_each_gpu_grades_one_student_at_a_time(lab_root: Path, tmp_path: Path, f
     code, stdout, _ = grade(lab_root, fakes, tmp_path, gpus="0,2", jobs=4)
     assert "1 processed now, 3 kept" in stdout and gradebook(out)["dan"]["total"] == "100"
     assert len(fakes["reference_runs"]) == len(gpus)
+
+
+def test_every_gpu_times_the_references_ahead(lab_root: Path, tmp_path: Path, fakes: dict,  # noqa: F811
+                                             monkeypatch) -> None:
+    """One student on two GPUs: the reference is timed on both, pinned, before any grade needs it (while
+    the slots build), where before only the GPU the student took timed it, inside that grade."""
+    d = tmp_path / "class"
+    (d / "ada").mkdir(parents=True)
+    (d / "ada" / "add.cu").write_text((lab_root / "solutions" / "01-add" / "add.cu").read_text())
+    watch = RunWatch(monkeypatch)
+    code, _, progress = grade(lab_root, fakes, tmp_path, gpus="0,2", jobs=2)
+    assert code is Exit.OK, progress
+    assert not watch.mismatches and watch.most_per_gpu == 1
+    assert sorted(d for name, d in watch.binaries if name == "lab01_solution") == ["GPU-fake-0", "GPU-fake-2"]
+    assert len(fakes["reference_runs"]) == 2
+    # Correctness-only (the mutation gate): nothing is timed, ahead or later.
+    before = len(fakes["reference_runs"])
+    code, _, progress = grade(lab_root, fakes, tmp_path, out="gate", gpus="0,2", jobs=2, perf=False)
+    assert code is Exit.OK, progress
+    assert len(fakes["reference_runs"]) == before
 
 
 def test_gpus_0_scores_as_the_default_batch(lab_root: Path, tmp_path: Path, fakes: dict,  # noqa: F811

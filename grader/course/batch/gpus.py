@@ -15,7 +15,7 @@ them it names (by index or UUID).
 from __future__ import annotations
 
 import os
-import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +24,7 @@ from grader.host.environment import GpuDevice, list_gpus
 from grader.model.errors import Exit, GraderError
 
 GpuLister = Callable[[], list[GpuDevice]]
+ANY = object()  # GpuPool.take(): whichever GPU is free first
 USAGE = "--gpus takes 'all' or GPU indices as nvidia-smi numbers them, comma-separated (e.g. 0,2,3)"
 
 
@@ -96,13 +97,13 @@ class GpuPool:
 
     devices: list[GpuDevice | None]
     per_gpu: int = 1
-    _free: queue.Queue[GpuDevice | None] = field(default_factory=queue.Queue, init=False, repr=False)
+    _free: list[GpuDevice | None] = field(default_factory=list, init=False, repr=False)
+    _changed: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.per_gpu = max(1, self.per_gpu)
         for _ in range(self.per_gpu):  # round-robin: the first grades spread over every GPU
-            for device in self.devices:
-                self._free.put(device)
+            self._free.extend(self.devices)
 
     @property
     def pinned(self) -> bool:
@@ -114,13 +115,25 @@ class GpuPool:
         return len(self.devices) * self.per_gpu
 
     @contextmanager
-    def take(self) -> Iterator[GpuDevice | None]:
-        """A free GPU for one student's runs (waiting for one), given back afterwards."""
-        device = self._free.get()
+    def take(self, device: GpuDevice | None | object = ANY) -> Iterator[GpuDevice | None]:
+        """A free GPU for one student's runs (waiting for one), given back afterwards; `device`: that one
+        GPU of the pool (the batch's reference timings, one per GPU)."""
+        with self._changed:
+            if device is ANY:
+                self._changed.wait_for(lambda: bool(self._free))
+                taken = self._free.pop(0)
+            else:
+                if device not in self.devices:
+                    raise ValueError(f"{device!r} is not a GPU of this pool")
+                self._changed.wait_for(lambda: device in self._free)
+                self._free.remove(device)
+                taken = device  # type: ignore[assignment]
         try:
-            yield device
+            yield taken
         finally:
-            self._free.put(device)
+            with self._changed:
+                self._free.append(taken)
+                self._changed.notify_all()
 
 
 __all__ = ["USAGE", "GpuLister", "GpuPool", "parse_gpus"]

@@ -37,7 +37,8 @@ def _sha256_file(path: Path) -> str:
 
 class ReferenceTimings(Mapping[str, Mapping[str, PerfSeries]]):
     """The perf series of each reference binary ({target: {test: impl series}}), measured on first use
-    (inside the pipeline, so under the batch's GPU lock) and reused for every student. Kept in
+    (holding the batch's GPU: ahead, while the slots build, BatchGrader.time_references_ahead, or else
+    inside the first student's grade) and reused for every student. Kept in
     cache_file while the binary's sha256 and the GPU's name (and device, when pinned) are the same;
     --force measures again. env pins the runs to one GPU (CUDA_VISIBLE_DEVICES); device names it."""
 

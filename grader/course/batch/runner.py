@@ -243,6 +243,7 @@ def run_batch(
                 grader.lock_slots()
                 grader.prepare(out_dir, force=force)
                 prepared = time.monotonic() - started
+                grader.time_references_ahead()  # on every GPU, while the slots build the first students
                 slots = min(workers, len(todo))
                 free: queue.Queue[int] = queue.Queue()
                 for w in range(slots):

@@ -247,6 +247,33 @@ class BatchGrader:
                 self._references[device.index] = self._new_references(device)
             return self._references[device.index]
 
+    def time_references_ahead(self) -> list[threading.Thread]:
+        """Each GPU of the batch times the references now, in a thread holding that GPU, while the slots
+        build the first students: otherwise every GPU idles through its first student's build and then
+        times them inside that student's grade. Nothing to time in a correctness-only batch or without a
+        GPU."""
+        if not self.perf or not self.gpu.available or self._reference_setup is None:
+            return []
+
+        def time_on(device: GpuDevice | None) -> None:
+            try:
+                with self.pool.take(device):
+                    references = self.references_for(device)
+                    for target in list(references or ()):
+                        if self.stop.is_set():
+                            return
+                        references.get(target)  # type: ignore[union-attr]
+            except Exception as err:  # noqa: BLE001 - the first student's grade times them instead
+                self.progress.fail(f"timing the references ahead failed ({type(err).__name__}: {err}); "
+                                   "each GPU's first student times them")
+
+        threads = [threading.Thread(target=time_on, args=(device,), daemon=True,
+                                    name=f"cudalab-references-{device.index if device else 'gpu'}")
+                   for device in (self.devices or [None])]
+        for thread in threads:
+            thread.start()
+        return threads
+
     @property
     def reference_timings(self) -> list[ReferenceTimings]:
         """Every reference timing of this batch: the one without --gpus, or one per GPU used."""
