@@ -69,8 +69,7 @@ def kernels_to_check(tool: str, own_kernels: Sequence[str] | None) -> tuple[str,
 
 def test_filter(lab: Lab, tool: str) -> str:
     """The gtest filter of one tool's run: every correctness test, less those lab.toml's [sanitizer] skip
-    leaves out for this tool (racecheck does not follow grids launched from the device, so the lab 11
-    tests whose work runs in such grids only cost time under it)."""
+    leaves out for this tool (lab 05: the tiled kernel's largest shapes under racecheck)."""
     skip = lab.sanitizer.get("skip", {}) if isinstance(lab.sanitizer, dict) else {}
     globs = skip.get(tool, []) if isinstance(skip, dict) else []
     return ":".join([CORRECTNESS_FILTER, *(g for g in globs if isinstance(g, str))])

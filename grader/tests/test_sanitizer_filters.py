@@ -32,14 +32,14 @@ def test_a_tool_leaves_out_only_the_tests_its_lab_skips_for_it() -> None:
     assert sanitizer.test_filter(_lab_with({}), "racecheck") == "-*Perf.*"
 
 
-def test_lab_11_skips_racecheck_on_the_device_launched_quicksort_only() -> None:
+def test_lab_11_runs_memcheck_only() -> None:
+    """racecheck watches no kernel of a program that can launch from the device (probed on an H200: a
+    host-launched race is missed once the program holds a device-side launch), so lab 11 runs memcheck,
+    which follows device launches, over every correctness test."""
     labs = {lab.name: lab for lab in discover(Path(__file__).resolve().parents[2])}
     qs = labs["11-quicksort"]
-    assert sanitizer.test_filter(qs, "racecheck") == "-*Perf.*:Quicksort*"
-    assert sanitizer.test_filter(qs, "memcheck") == "-*Perf.*"  # memcheck follows device launches
-    # The kernels raced from the host stay under racecheck.
-    for name in ("BlockSortCorrectness.Random/1025", "PartitionCorrectness.Random/4097"):
-        assert not any(fnmatch.fnmatchcase(name, g) for g in qs.sanitizer["skip"]["racecheck"])
+    assert sanitizer.tools_for(qs) == ["memcheck"]
+    assert sanitizer.test_filter(qs, "memcheck") == "-*Perf.*"
 
 
 def test_lab_05_racecheck_leaves_out_only_the_tiled_kernels_largest_shapes() -> None:
