@@ -135,12 +135,15 @@ def group_failures(lab: LabResult) -> list[FailureGroup]:
     task_rank: dict[str | None, int] = {task.id: i for i, task in enumerate(lab.tasks)}
     for t in failing:
         task_rank.setdefault(t.task, len(task_rank))
-    # Sanitizer findings that name a line first, then the failures that say where the output is wrong
-    # (a mismatch read), then the rest (an expression, a huge input's single check); within each, tasks in
-    # that order and a task's smallest failing input first (a plain TEST on 262,155 elements, declared
-    # before the TEST_Ps, comes after the same task's n = 1).
-    out.sort(key=lambda g: (not _names_a_line(g.test), mismatch.read(g.test.message) is None,
+    # Sanitizer findings that name a line first, then task by task in that order (a later step builds on
+    # the earlier ones: lab 11's quicksort on its partition, whose wrong counts must lead, although the
+    # quicksort's wrong keys say where they are); within a task, the failures that say where the output is
+    # wrong (a mismatch read) before the rest (an expression, a huge input's single check), and the
+    # smallest failing input first (a plain TEST on 262,155 elements, declared before the TEST_Ps, comes
+    # after the same task's n = 1).
+    out.sort(key=lambda g: (not _names_a_line(g.test),
                             task_rank[g.test.task] if g.test.task else order[id(g.test)] + len(failing),
+                            mismatch.read(g.test.message) is None,
                             _size(g.test) if g.test.category not in (Category.TECHNIQUE_MISSING, Category.SANITIZER)
                             else 0, order[id(g.test)]))
     merged: list[FailureGroup] = []

@@ -90,6 +90,25 @@ def test_tasks_come_in_the_rubrics_order_not_the_binarys() -> None:
         "BlockSortCorrectness.Random/8191", "QuicksortPendingLimitCorrectness.ExplicitLimitIsSetExactly"]
 
 
+def test_an_earlier_tasks_failure_leads_a_later_tasks_wrong_keys() -> None:
+    """Lab 11's partition-pack-8-bits on the H200: the partition's counts are wrong (a message that says no
+    position) and so are the quicksort's keys, which say where. The quicksort is built on the partition:
+    the partition's failure leads, and its hint names the packed counts."""
+    from grader.model.results import TaskScore
+
+    lab = LabResult(number=11, name="11-quicksort", title="Quicksort", max_score=100)
+    lab.tasks = [TaskScore(id, id, 25, 0) for id in ("block-sort", "partition", "recursion", "limits")]
+    wrong = dict(status=Status.FAILED, category=Category.WRONG_ANSWER)
+    lab.tests += [
+        TResult("QuicksortCorrectness.Random/8193", task="recursion", message=TILE.format(bad=8192, n=8193, last=8192),
+                **wrong),
+        TResult("PartitionCorrectness.Random/4097", task="partition",
+                message="partition_three_way returned less = 254, greater = 1028; expected 1022 and 1025 (n = 4097)",
+                **wrong)]
+    assert [g.test.name for g in group_failures(lab)] == [
+        "PartitionCorrectness.Random/4097", "QuicksortCorrectness.Random/8193"]
+
+
 def _results(lab: LabResult) -> Results:
     results = sample_results()
     results.labs = [lab]
