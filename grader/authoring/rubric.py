@@ -203,8 +203,8 @@ def lab_hints_problems(lab_dir: Path, root: Path, task_ids: list[Any]) -> list[P
         own = hints.parse_hints(path.read_text(), file)
     except (OSError, UnicodeDecodeError, hints.HintsError) as err:
         return [Problem(file, "file", str(err).removeprefix(f"{file}: "))]
-    out = [Problem(file, f"hint #{i} task", f"{h.task!r} is not a public task of this lab")
-           for i, h in enumerate(own, start=1) if h.task is not None and h.task not in task_ids]
+    out = [Problem(file, f"hint #{i} task", f"{task!r} is not a public task of this lab")
+           for i, h in enumerate(own, start=1) for task in h.tasks if task not in task_ids]
     try:
         known = causes.declared(lab_dir)
     except causes.CausesError as err:

@@ -32,7 +32,7 @@ class Hint:
     match: re.Pattern[str] | None = None
     signature: tuple[str, ...] = ()  # facts that must all hold (signatures()); none: any message
     test: str | None = None  # a glob over the test's name (a lab's own hints)
-    task: str | None = None  # the task the test belongs to (a lab's own hints)
+    tasks: tuple[str, ...] = ()  # the tasks the test may belong to (a lab's own hints); none: any
     causes: tuple[str, ...] = ()  # what it explains (grader/score/causes.py): the diagnosis table's key
 
     def fits(self, category: Category, message: str, signatures: set[str], test: str = "",
@@ -41,7 +41,7 @@ class Hint:
             return False
         if self.test is not None and not fnmatch.fnmatchcase(test, self.test):
             return False
-        if self.task is not None and self.task != task:
+        if self.tasks and task not in self.tasks:
             return False
         if self.match is not None and not self.match.search(message):
             return False
@@ -68,13 +68,23 @@ def parse_hints(text: str, source: str = "hints.toml") -> list[Hint]:
                     match=re.compile(entry["match"]) if "match" in entry else None,
                     signature=_signature(entry.get("signature")),
                     test=entry.get("test"),
-                    task=entry.get("task"),
+                    tasks=_tasks(entry.get("task")),
                     causes=_causes(entry.get("causes", [])),
                 )
             )
         except (KeyError, ValueError, re.error) as err:
             raise HintsError(f"{source}: hint #{i}: {err}") from None
     return hints
+
+
+def _tasks(value: object) -> tuple[str, ...]:
+    """task = "id" or ["id", "id"]: a finding in a kernel two tasks share (lab 11's partition_tile)."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(t, str) and t for t in items):
+        raise ValueError(f"task must be a task id or a list of them, not {value!r}")
+    return tuple(items)
 
 
 def _signature(value: object) -> tuple[str, ...]:

@@ -241,7 +241,7 @@ def test_labs_10_and_11_have_at_least_eight_hints_each_keyed_on_a_public_task() 
         own = hints.load_hints(lab.path / hints.LAB_HINTS)
         public = {t.id for t in lab.tasks if not t.hidden}
         assert len(own) >= 8, name
-        assert all(h.task in public for h in own), name
+        assert all(h.tasks and set(h.tasks) <= public for h in own), name
 
 
 def _quicksorted(n: int, mismatch: str) -> str:
@@ -306,3 +306,47 @@ def test_lab_11_leaf_sort_race_shows_as_a_few_keys_out_of_place() -> None:
     stretch = _wrong(60001, 33083, samples, bad=27)
     found = _lab_hint(QSORT, [("QuicksortOffsetCorrectness.UnalignedRanges/60001", "recursion", stretch)])
     assert "a leaf sort raced" in found[0] and "every (k, j) step needs a __syncthreads()" in found[0]
+
+
+def _partition_write(kernel: str, where: str) -> str:
+    """memcheck's report of a bad write in a partition kernel (inlined partition_tile), first access at where."""
+    from grader.tests.gtest_failures import memcheck_log
+
+    return memcheck_log("Invalid __global__ write of size 4 bytes", f"{kernel}(const unsigned int *, unsigned int *, int)",
+                        "11-quicksort/quicksort.cu:202", errors=125,
+                        detail=("by thread (12,0,0) in block (3,0,0)", "Address 0x7f2440808000 is out of bounds",
+                                f"and is {where} the nearest allocation at 0x7f2440804000 of size 2,016 bytes"))
+
+
+def test_lab_11_a_partitions_bad_write_is_read_by_where_it_went() -> None:
+    """The H200's --diagnose gate: three partition bugs led their reports with a memcheck write in a
+    partition kernel, all with the grader's bounds advice. Where the first write went tells them apart:
+    just before the nearest allocation (greater keys begun one block too far back), just past the end
+    (a key counted twice), far outside (bases read before the barrier). The finding's task follows its
+    kernel (partition or recursion), and the hint fits both."""
+    from grader.tests.gtest_failures import sanitized
+
+    cases = [("quicksort_partition_kernel", "132 bytes before", "recursion", "count - s_base_greater - total_greater"),
+             ("partition_kernel", "1 bytes after", "partition", "counted twice"),
+             ("quicksort_partition_kernel", "1,993,346,645 bytes after", "recursion", "a __syncthreads() must separate")]
+    for kernel, where, task, advice in cases:
+        t = sanitized(QSORT, "memcheck", _partition_write(kernel, where))
+        assert t.task == task and advice in t.hint, (kernel, where, t.task, t.hint)
+    # A bad write in another kernel keeps the grader's advice.
+    from grader.tests.gtest_failures import memcheck_log
+
+    other = sanitized(QSORT, "memcheck", memcheck_log("Invalid __global__ write of size 4 bytes",
+                                                      "block_sort_kernel(const unsigned int *, unsigned int *, int)",
+                                                      "11-quicksort/quicksort.cu:90"))
+    assert "partition kernel" not in other.hint and other.hint
+
+
+def test_a_lab_hint_may_name_several_tasks() -> None:
+    both = hints.parse_hints('[[hint]]\ncategory = "sanitizer"\ntask = ["partition", "recursion"]\ntext = "x"\n')[0]
+    assert both.tasks == ("partition", "recursion")
+    assert both.fits(Category.SANITIZER, "", set(), task="recursion") and not both.fits(Category.SANITIZER, "", set(),
+                                                                                          task="block-sort")
+    import pytest
+
+    with pytest.raises(hints.HintsError, match="task must be a task id or a list"):
+        hints.parse_hints('[[hint]]\ncategory = "sanitizer"\ntask = []\ntext = "x"\n')

@@ -332,9 +332,11 @@ def test_a_labs_own_hints_are_checked(tmp_path: Path) -> None:
     bin_dir = make_tree(tmp_path)
     hints_file = tmp_path / "labs" / "01-add" / "hints.toml"
     hints_file.write_text('[[hint]]\ncategory = "wrong_answer"\ntask = "small"\ntext = "fine"\n\n'
-                          '[[hint]]\ncategory = "wrong_answer"\ntask = "tiny"\ntext = "no such task"\n')
+                          '[[hint]]\ncategory = "wrong_answer"\ntask = "tiny"\ntext = "no such task"\n\n'
+                          '[[hint]]\ncategory = "wrong_answer"\ntask = ["small", "tinier"]\ntext = "one of two"\n')
     problems = [(p.file, p.key, p.message) for p in check(tmp_path, bin_dir).problems]
-    assert problems == [("labs/01-add/hints.toml", "hint #2 task", "'tiny' is not a public task of this lab")]
+    assert problems == [("labs/01-add/hints.toml", "hint #2 task", "'tiny' is not a public task of this lab"),
+                        ("labs/01-add/hints.toml", "hint #3 task", "'tinier' is not a public task of this lab")]
     hints_file.write_text('[[hint]]\ncategory = "wrong answer"\ntext = "x"\n')
     problems = [(p.file, p.key, p.message) for p in check(tmp_path, bin_dir).problems]
     assert problems[0][:2] == ("labs/01-add/hints.toml", "file") and "hint #1" in problems[0][2]
