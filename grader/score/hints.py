@@ -118,12 +118,13 @@ def hints_for_lab(lab_dir: Path) -> tuple[Hint, ...]:
 
 
 MOST_WRONG = 0.9  # "mismatch:most": this share of the output wrong, or more
+FEW_WRONG = 0.01  # "mismatch:few": this share or less (so never below 100 elements): a race's scattered few
 
 def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[str]:
     """Facts about a failure that a regular expression alone cannot state: the mismatch patterns of
     grader/score/mismatch.py ("pattern:only-first-tiles-right"), and the coarse kind of mismatch
     ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some", with
-    "mismatch:most" too when at least 90 % are wrong; "mismatch:one-written" beside "mismatch:all" when the
+    "mismatch:most" too when at least 90 % are wrong, "mismatch:few" when at most 1 %; "mismatch:one-written" beside "mismatch:all" when the
     output's only element was written with a wrong value; "mismatch:tail-written" beside "mismatch:tail"
     when the wrong end was written, not left as the poison; "mismatch:from-a-quarter" beside
     "mismatch:some" when exactly the first quarter is right, as when n bytes of n floats were copied).
@@ -152,6 +153,8 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
         found.add("mismatch:some")
         if m.fraction >= MOST_WRONG:  # nearly everything: a systematic error, not a race's scattered few
             found.add("mismatch:most")
+        elif m.bad <= FEW_WRONG * m.total:  # a handful among thousands: what a race or one bad step leaves
+            found.add("mismatch:few")
     return found
 
 

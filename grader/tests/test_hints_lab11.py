@@ -350,3 +350,40 @@ def test_a_lab_hint_may_name_several_tasks() -> None:
 
     with pytest.raises(hints.HintsError, match="task must be a task id or a list"):
         hints.parse_hints('[[hint]]\ncategory = "sanitizer"\ntask = []\ntext = "x"\n')
+
+
+def test_lab_11_a_few_keys_swapped_at_the_largest_block_sort_is_a_race() -> None:
+    """sort-small-missing-load-sync on the H200: 2 of 8191 keys swapped, every smaller size sorted. A race,
+    not the network, which misplaces many keys at small sizes too (bitonic-runs-up-to-m: 27 of 31)."""
+    sizes = [31, 1000, 4097, 8191]
+    swapped = differ(8191, 2, 7395, 7396, [(7395, "3881200401", "3881411852"), (7396, "3881411852", "3881200401")],
+                     19202)
+    found = own_hints(QSORT, [(f"BlockSortCorrectness.Random/{n}", "block-sort", None, "") for n in sizes[:-1]]
+                      + [("BlockSortCorrectness.Random/8191", "block-sort", Category.WRONG_ANSWER,
+                          _sorted_keys(8191, swapped))])
+    assert "a comparator read a slot before another thread had written it" in found[0], found[0]
+    keys = [100, 210, 340, 400, 515, 620, 777, 810]
+    network = differ(31, 27, 0, 26, [(i, str(keys[i]), str(keys[(i + 3) % 8])) for i in range(8)], 11042)
+    found = own_hints(QSORT, [("BlockSortCorrectness.Random/31", "block-sort", Category.WRONG_ANSWER,
+                               _sorted_keys(31, network))])
+    assert "The network does not sort" in found[0], found[0]
+
+
+def test_lab_11_nearly_every_key_wrong_past_the_block_sort_names_the_tree_order() -> None:
+    """schedule-every-lane-launches on the H200: every block-sorted size passes, and from 8193 on (the first
+    that partitions) nearly every key is out of place: 32 grids partitioned each segment. The tree-order
+    hint leads the sizes hint; a few keys wrong past the block sort keep the sizes hint."""
+    passing = [(f"QuicksortCorrectness.Random/{n}", "recursion", None, "") for n in (1, 31, 1000, 8192)]
+    exp = [1270333, 2284212, 3391227, 4012551, 5120347, 6033811, 7201992, 8034427]
+    most = differ(8193, 7968, 2, 8188, [(2 + i, str(exp[i]), str(exp[(i + 3) % 8])) for i in range(8)], 101134)
+    found = own_hints(QSORT, passing + [("QuicksortCorrectness.Random/8193", "recursion", Category.WRONG_ANSWER,
+                                         _quicksorted(8193, most)),
+                                        ("QuicksortCorrectness.Random/100003", "recursion", Category.WRONG_ANSWER,
+                                         _quicksorted(100003, ""))])
+    assert "Nearly every key is out of place" in found[0] and "only lane 0 of the scheduling warp" in found[0]
+    some = differ(8193, 1200, 2, 8188, [(2 + i, str(exp[i]), str(exp[(i + 3) % 8])) for i in range(8)], 101134)
+    found = own_hints(QSORT, passing + [("QuicksortCorrectness.Random/8193", "recursion", Category.WRONG_ANSWER,
+                                         _quicksorted(8193, some)),
+                                        ("QuicksortCorrectness.Random/100003", "recursion", Category.WRONG_ANSWER,
+                                         _quicksorted(100003, ""))])
+    assert "go straight to the block sort" in found[0], found[0]
