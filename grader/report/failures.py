@@ -77,7 +77,18 @@ def _mode(t: TestResult) -> tuple[str, str]:
     return family, t.category.value if t.category else ""
 
 
-_INPUT_SIZE = re.compile(r"\bn = (\d[\d,]*)")
+# "n = 50,001", or a sum of powers as a huge test writes it: "n = 2^32 + 2^20 + 3".
+_TERM = r"\d[\d,]*(?:\^\d+)?"
+_INPUT_SIZE = re.compile(rf"\bn = ({_TERM}(?:\s*\+\s*{_TERM})*)")
+
+
+def _said_size(words: str) -> int:
+    """The n of _INPUT_SIZE's match: each term a number or a power (2^32), summed."""
+    total = 0
+    for term in re.split(r"\s*\+\s*", words):
+        base, _, power = term.replace(",", "").partition("^")
+        total += int(base) ** int(power) if power else int(base)
+    return total
 
 
 def _size(t: TestResult) -> float:
@@ -88,7 +99,7 @@ def _size(t: TestResult) -> float:
     if n is None and (found := mismatch.read(t.message)) is not None:
         n = found.total
         if n == 1 and (said := _INPUT_SIZE.search(t.message)) is not None:
-            n = int(said.group(1).replace(",", ""))
+            n = _said_size(said.group(1))
     return float("inf") if n is None else n
 
 

@@ -280,3 +280,22 @@ def test_a_one_element_output_is_ranked_by_the_input_its_test_names() -> None:
     lab.tests.append(TResult("ReduceCorrectness.SinglePass/31", Status.FAILED, task="single-pass",
                              category=Category.WRONG_ANSWER, message=small))
     assert [g.test.name for g in group_failures(lab)][0] == "ReduceCorrectness.SinglePass/31"
+
+
+def test_a_huge_tests_sum_of_powers_is_its_size() -> None:
+    """Lab 06's huge test says "int sum of n = 2^32 + 2^20 + 3 values": read as n = 2 it led the first-add
+    task ahead of FirstAdd/50001 on the H200. Its n is the sum of the powers, so it comes last."""
+    one = ("Value of: cudalab::AllEqual(std::vector<long long>{expected}, d_out.to_host(), kSeed)\n  Actual: false "
+           "(1 of 1 elements differ (seed 6006, exact); mismatches span indices 0..0\n  [0] expected 1834968, actual "
+           "-84\n)\nExpected: true\nWORDS")
+    lab = LabResult(number=6, name="06-reduce", title="Reduce", max_score=100)
+    lab.tests.append(TResult("ReduceHugeCorrectness.FirstAdd", Status.FAILED, task="first-add",
+                             category=Category.WRONG_ANSWER,
+                             message=one.replace("WORDS", "int sum of n = 2^32 + 2^20 + 3 values in [-1, 1]")))
+    lab.tests.append(TResult("ReduceCorrectness.FirstAdd/50001", Status.FAILED, task="first-add",
+                             category=Category.WRONG_ANSWER, message=one.replace("WORDS", "float sum of n = 50001 values")))
+    assert [g.test.name for g in group_failures(lab)] == ["ReduceCorrectness.FirstAdd/50001",
+                                                          "ReduceHugeCorrectness.FirstAdd"]
+    from grader.report.failures import _said_size
+
+    assert _said_size("2^32 + 2^20 + 3") == 2**32 + 2**20 + 3 and _said_size("50,001") == 50001
