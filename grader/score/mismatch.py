@@ -93,7 +93,7 @@ def read(message: str) -> Mismatch | None:
     return Mismatch(bad, total, first, last, m.group(3), m.group(4), tuple(samples))
 
 
-def _number(text: str) -> float | None:
+def number(text: str) -> float | None:
     try:
         value = float(text)
     except ValueError:
@@ -191,15 +191,15 @@ def _values(m: Mismatch) -> list[Pattern]:
     if all(_is_nan(a) for a in actual):
         return [Pattern("nan", "the wrong elements are NaN: never written (the test fills float outputs with "
                                "NaN) or computed from a slot that was never written")]
-    got = [_number(a) for a in actual]
-    want = [_number(s.expected) for s in samples]
+    got = [number(a) for a in actual]
+    want = [number(s.expected) for s in samples]
     if any(v is None for v in got + want):
         return []
     if all(g == 0 for g in got):
         return [Pattern("zero", "the wrong elements are 0")]
     if all(w != 0 and math.isclose(g, 2 * w, rel_tol=1e-6) for g, w in zip(got, want)):
         return [Pattern("doubled", "each wrong element is twice what it should be: counted or added twice")]
-    by_index = {s.index: (_number(s.expected), _number(s.actual)) for s in samples if s.index >= 0}
+    by_index = {s.index: (number(s.expected), number(s.actual)) for s in samples if s.index >= 0}
     pairs = [(i, i + 1) for i in sorted(by_index) if i + 1 in by_index]
     if len(pairs) >= 2:
         if all(by_index[i][1] == by_index[j][0] for i, j in pairs):

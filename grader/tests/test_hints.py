@@ -241,3 +241,22 @@ def test_a_wrong_end_that_was_written_is_not_the_grids_size() -> None:
     assert written.startswith("The elements at the end were written") and "ceil-div" not in written
     assert "mismatch:tail-written" not in hints.signatures(tail.format(2779096485), geometry)
     assert missed.startswith("No thread wrote those elements")  # the poison: never reached
+
+
+def test_counts_off_one_way_or_moved_are_signatures() -> None:
+    """values:high (every wrong count too large), values:low, values:conserved (every wrong element shown,
+    the right total between them); none for floats, for a slot that still holds the poison, or when only
+    some of the wrong elements are shown."""
+    def msg(pairs: list[tuple[int, str, str]], bad: int | None = None, n: int = 7) -> str:
+        bad = len(pairs) if bad is None else bad
+        lines = "".join(f"  [{i}] expected {e}, actual {a}\n" for i, e, a in pairs)
+        return (f"{bad} of {n} elements differ (seed 1, exact); mismatches span indices {pairs[0][0]}..{pairs[-1][0]}\n"
+                + lines)
+
+    assert "values:high" in hints.signatures(msg([(1, "5", "9"), (3, "2", "40")]))
+    assert "values:low" in hints.signatures(msg([(1, "5", "4"), (3, "2", "0")]))
+    assert "values:conserved" in hints.signatures(msg([(1, "5", "7"), (3, "4", "2")]))
+    assert not {"values:high", "values:low", "values:conserved"} & hints.signatures(msg([(1, "5", "7"), (3, "4", "1")]))
+    assert "values:conserved" not in hints.signatures(msg([(1, "5", "7"), (3, "4", "2")], bad=5))  # not all shown
+    assert "values:high" not in hints.signatures(msg([(1, "5.5", "9.25"), (3, "2", "40")]))  # floats
+    assert "values:high" not in hints.signatures(msg([(1, "5", "2779096485"), (3, "2", "40")]))  # the poison

@@ -170,10 +170,34 @@ def test_08_text_letter_range_off_by_one() -> None:
 
 
 def test_08_text_shared_counters_never_zeroed() -> None:
+    """Counters that start from junk: every bin too large says so first; junk that left a bin too small
+    (a bin of 255 'Q's holding less) gets the every-bin-wrong advice. On the H200 the same bug showed on one
+    letter of text as an empty bin that counted 1."""
     rng = random.Random(9)
-    t = one("08-histogram", "HistogramTextCorrectness.Letters/mixed_255",
-              [_q_before(255, [rng.randrange(1 << 32) for _ in range(7)])])
+    high = [rng.randrange(1000, 1 << 32) for _ in range(7)]
+    t = one("08-histogram", "HistogramTextCorrectness.Letters/mixed_255", [_q_before(255, high)])
+    assert "Letter bins count more letters than the text holds" in t.hint and "Zero the shared counters" in t.hint
+    t = one("08-histogram", "HistogramTextCorrectness.Letters/mixed_255", [_q_before(255, high[:4] + [7] + high[5:])])
     assert "the 7 shared counters start with whatever shared memory held" in t.hint
+    edge = value_of(f"{HIST_AT}:303", "AllEqual(cpu_text_histogram(text), d_bins.to_host(), seed)",
+                    compare([0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0], 8012),
+                    "bins: a-d, e-h, i-l, m-p, q-t, u-x, y-z; n = 1")
+    t = one("08-histogram", "HistogramTextCorrectness.Letters/edges_1", [edge])
+    assert "Letter bins count more letters than the text holds" in t.hint
+
+
+def test_08_text_letters_in_the_wrong_bins_keep_their_total() -> None:
+    """text-bin-from-byte-over-4 on the H200: all 7 bins wrong, some high and some low, the total right."""
+    expected = [104350, 104916, 104499, 104994, 105228, 104944, 52621]
+    actual = [78219, 104685, 104799, 105078, 104749, 105179, 78843]
+    wrong = value_of(f"{HIST_AT}:303", "AllEqual(cpu_text_histogram(text), d_bins.to_host(), seed)",
+                     compare(expected, actual, 3153745), "bins: a-d, e-h, i-l, m-p, q-t, u-x, y-z; n = 1048579")
+    t = one("08-histogram", "HistogramTextCorrectness.Letters/mixed_1048579", [wrong])
+    assert "Every letter was counted, into the wrong bins" in t.hint, t.hint
+    moved = actual[:6] + [actual[6] + 5]  # five letters too many: not the same total
+    t = one("08-histogram", "HistogramTextCorrectness.Letters/mixed_1048579",
+            [wrong.replace(f"actual {actual[6]}", f"actual {moved[6]}")])
+    assert "into the wrong bins" not in t.hint
 
 
 def test_08_text_course_notes_bug() -> None:
@@ -200,12 +224,23 @@ def test_08_coarsened_counts_the_zero_padding() -> None:
 
 
 def test_08_coarsened_runs_and_tail() -> None:
-    """coarse-last-run-not-flushed, coarse-tail-not-counted, coarse-tail-counted-by-every-block."""
-    for counted in (4099 - 2048, 4096, 4099 + 3 * 15):
+    """coarse-last-run-not-flushed, coarse-tail-not-counted (the hot bin short of the input: a run lost),
+    coarse-tail-counted-by-every-block and coarse-zeroes-one-row-per-warp (more than the input: counted twice,
+    or junk in a per-warp row never zeroed; the H200 saw 14,336 too many)."""
+    for counted, advice in ((4099 - 2048, "counts fewer bytes than the input holds"),
+                            (4096, "counts fewer bytes than the input holds"),
+                            (4099 + 3 * 15, "counts more bytes than the input holds"),
+                            (4099 + 14336, "All kCoarseWarps x 256 per-warp counters must start at zero")):
         hot = [0] * 256
         hot[HOT] = counted
         t = one("08-histogram", "HistogramCorrectness.Coarsened/runs_4099", [_before("histogram_coarsened", 4099, hot)])
-        assert "Each thread must add its last run after its loop" in t.hint
+        assert advice in t.hint, (counted, t.hint)
+        assert ("Each thread must add its last run after its loop" in t.hint) == (counted < 4099)
+        assert ("counted once, by block 0 only" in t.hint) == (counted > 4099)
+    hot = [0] * 256
+    hot[HOT] = 0xA5A5A5A5  # the hot bin never written: neither way, both causes
+    t = one("08-histogram", "HistogramCorrectness.Coarsened/runs_4099", [_before("histogram_coarsened", 4099, hot)])
+    assert "check the run merging and the tail" in t.hint, t.hint
 
 
 def test_08_coarsened_per_warp_histograms_partly_zeroed() -> None:
