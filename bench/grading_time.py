@@ -17,8 +17,8 @@ time is measured here, so "other" holds configuring, the health probe and writin
 student's next `make grade` would: the reference's kept timings are reused when the GPU still runs the
 libraries as fast (grader/execute/reference_cache.py); the first grade starts without any.
 --first-failure grades, lab by lab, one bug of the lab's last task (its mutants), and measures the
-seconds from the start of `grade NN` to the first failing test said on the console (those grades
-skip the sanitizer stages, which run after every test: they change nothing before the first failure).
+seconds from the start of `grade NN` to the first failing test said on the console (a whole grade, the
+sanitizer stage included: it starts beside the correctness tests, so it may delay the first failure).
 Nothing here asserts a time: it measures.
 """
 
@@ -193,13 +193,21 @@ def last_task_bug(lab: Any) -> Any | None:
 FAILED_LINE = re.compile(r"^\s*!! (\S+) failed")
 
 
+def first_failure_command(lab: str, submission: Path, report: Path, preset: str | None) -> list[str]:
+    """The grade a student runs on their file, sanitizer and all: its tools start beside the correctness
+    tests, so they may delay the first failure, and the measure counts them."""
+    cmd = [sys.executable, "-m", "grader", "grade", lab[:2], "--submission", str(submission), "--out", str(report),
+           "--reuse-reference"]
+    return cmd + (["--preset", preset] if preset else [])
+
+
 def first_failures(args: argparse.Namespace, selectors: list[str], out: Path) -> str:
     """Per lab: seconds from the start of `grade NN --submission` to the first failing test on the console."""
     from grader.authoring.mutation import mutated_source
     from grader.model.labs import discover, select
 
     labs = select(discover(args.root), selectors) if selectors else discover(args.root)
-    rows = [("lab", "bug", "first failure", "test", "whole grade (no sanitizer)")]
+    rows = [("lab", "bug", "first failure", "test", "whole grade")]
     for lab in labs:
         bug = last_task_bug(lab)
         if bug is None:
@@ -210,10 +218,7 @@ def first_failures(args: argparse.Namespace, selectors: list[str], out: Path) ->
         dest = where / "labs" / lab.name / lab.student_files[0]
         dest.parent.mkdir(parents=True)
         dest.write_text(mutated_source(lab, bug))
-        cmd = [sys.executable, "-m", "grader", "grade", lab.name[:2], "--submission", str(where),
-               "--out", str(out / lab.name / "report"), "--reuse-reference", "--sanitizer", "none"]
-        if args.preset:
-            cmd += ["--preset", args.preset]
+        cmd = first_failure_command(lab.name, where, out / lab.name / "report", args.preset)
         started = time.monotonic()
         first: tuple[float, str] | None = None
         with open(out / lab.name / "grade.log", "w") as log:

@@ -120,6 +120,15 @@ def test_the_first_failure_grades_a_bug_of_the_last_task() -> None:
         assert bug.task == with_bugs[-1]
 
 
+def test_the_first_failure_is_timed_in_a_whole_grade(tmp_path: Path) -> None:
+    """The sanitizer stage starts beside the correctness tests: left out, the first failure would come
+    sooner than a student sees it."""
+    cmd = grading_time.first_failure_command("05-tiled-matmul", tmp_path / "sub", tmp_path / "report", "ci")
+    assert cmd[1:6] == ["-m", "grader", "grade", "05", "--submission"] and "--sanitizer" not in cmd
+    assert cmd[-2:] == ["--preset", "ci"] and "--reuse-reference" in cmd
+    assert grading_time.first_failure_command("05-tiled-matmul", tmp_path, tmp_path, None)[-1] == "--reuse-reference"
+
+
 def test_a_next_grade_starts_from_edited_files_and_a_first_from_no_kept_timing(tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     (sub / "labs" / "05-tiled-matmul").mkdir(parents=True)
