@@ -31,8 +31,8 @@ _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 _TARGET_DIED = re.compile(r"^Error: process didn't terminate successfully")
 _RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 # What the tool cannot watch, e.g. racecheck on a program using dynamic parallelism: "Warning: CUDA
-# Dynamic Parallelism is not supported by the selected tool". A note on what went unchecked, not a finding
-# (the kernels the host launches are still checked).
+# Dynamic Parallelism is not supported by the selected tool". A note that the run checked nothing it can
+# vouch for (racecheck then watches no kernel, host-launched ones included), not a finding.
 _UNSUPPORTED = re.compile(r"^(?:Warning|Error): (?P<what>.+?) (?:is|are) not supported by the selected tool")
 _HEADLINE = re.compile(
     r"^(Invalid|Uninitialized|Barrier error|Misaligned|Out-of-range|Malloc|Free|Leaked|Cuda|Program hit|"
