@@ -134,12 +134,12 @@ def run_tool(
                           "(an endless loop, or tests too slow under the tool)")
     elif proc.out_of_memory:
         mib = (proc.confinement or {}).get("peak_rss_mib", 0)
-        limit = (proc.confinement or {}).get("memory_mib")
+        allowed = (proc.confinement or {}).get("memory_mib")
+        may = f"the {allowed:g} MiB it may hold under the tool" if allowed else "it may hold under the tool"
         result.status = Status.NOT_RUN
         result.category = Category.HARNESS
         result.message = (f"compute-sanitizer {tool} gave no verdict: the run held more host memory ({mib:g} MiB) than "
-                          f"the {limit:g} MiB it may hold under the tool (the lab's limit and {TOOL_HOST_MEMORY_MIB:g} "
-                          "MiB for the tool), and was stopped")
+                          f"{may} (the lab's limit and {TOOL_HOST_MEMORY_MIB:g} MiB for the tool), and was stopped")
     elif proc.signal or not text.strip() or not finished:
         why = proc.signal_name or f"exit code {proc.returncode}"
         result.status = Status.NOT_RUN

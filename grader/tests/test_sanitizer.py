@@ -160,6 +160,13 @@ def test_a_tool_run_stopped_for_host_memory_says_so(monkeypatch) -> None:
     r = sanitizer.run_tool("cs", "racecheck", Path("/bin/true"), 10).result
     assert r.status is Status.NOT_RUN and r.category is Category.HARNESS
     assert "more host memory (4100 MiB) than the 4096 MiB it may hold under the tool" in r.message
+    # A supervisor status without the limit still gives the message, not a formatting error.
+    monkeypatch.setattr(runs, "launch", lambda *a, **k: runs.Launch(
+        process.ProcessResult(argv=[], returncode=-9, timed_out=False, duration_s=3.0, stdout="", stderr="",
+                              confinement={"peak_rss_mib": 4100.0}, killed_for="memory"),
+        b"", False, runs.Expected("n", small_mode=True, sanitizer=True), [b""]))
+    r = sanitizer.run_tool("cs", "racecheck", Path("/bin/true"), 10).result
+    assert r.status is Status.NOT_RUN and "than it may hold under the tool" in r.message
 
 
 def test_a_run_under_a_tool_may_hold_more_host_memory_than_the_program() -> None:
