@@ -4,7 +4,6 @@ facts from a failure message (its "signatures") and picks the first entry that f
 from __future__ import annotations
 
 import fnmatch
-import math
 import re
 from dataclasses import dataclass
 from collections.abc import Mapping
@@ -126,8 +125,9 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
     grader/score/mismatch.py ("pattern:only-first-tiles-right"), and the coarse kind of mismatch
     ("mismatch:all", "mismatch:tail" for the last elements only, else "mismatch:some", with
     "mismatch:most" too when at least 90 % are wrong, "mismatch:few" when at most 1 %, and for counts which
-    way they are off (_which_way: "values:high", "values:low", "values:conserved"); "mismatch:one-written" beside "mismatch:all" when the
-    output's only element was written with a wrong value; "mismatch:tail-written" beside "mismatch:tail"
+    way they are off ("values:high", "values:low", "values:conserved": mismatch.counts_off);
+    "mismatch:one-written" beside "mismatch:all" when the output's only element was written with a wrong
+    value; "mismatch:tail-written" beside "mismatch:tail"
     when the wrong end was written, not left as the poison; "mismatch:from-a-quarter" beside
     "mismatch:some" when exactly the first quarter is right, as when n bytes of n floats were copied).
     A sanitizer finding's "oob:" signature comes from its result (annotate)."""
@@ -142,7 +142,7 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
             found.add("offset:high" if p.offset > 0 else "offset:low")
     if "all-wrong" in ids:
         found.add("mismatch:all")
-        found |= _which_way(m)
+        found |= _counts_off(m)
         if m.total == 1 and m.samples and not ids & {"never-written", "nan"}:
             found.add("mismatch:one-written")  # written, and wrong: nothing was left out, the value is
     elif m.first > 0 and m.last == m.total - 1 and m.first in (m.total // 4, -(-m.total // 4)):
@@ -154,7 +154,7 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
             found.add("mismatch:tail-written")  # reached and written, with wrong values: not the grid's size
     else:
         found.add("mismatch:some")
-        found |= _which_way(m)
+        found |= _counts_off(m)
         if m.fraction >= MOST_WRONG:  # nearly everything: a systematic error, not a race's scattered few
             found.add("mismatch:most")
         elif m.bad <= FEW_WRONG * m.total:  # a handful among thousands: what a race or one bad step leaves
@@ -162,23 +162,10 @@ def signatures(message: str, geometry: Mapping[str, int] | None = None) -> set[s
     return found
 
 
-def _which_way(m: mismatch.Mismatch) -> set[str]:
-    """Counts (whole numbers, none the poison) off one way or moved: "values:high" when every wrong element
-    shown is too large (counted extra: junk, a bin not zeroed, an item added twice), "values:low" when every
-    one is too small (lost), "values:conserved" when every wrong element is shown and they hold the right
-    total between them (counted into the wrong places)."""
-    got = [mismatch.number(s.actual) for s in m.samples if s.actual not in mismatch.POISON_INTEGERS]
-    want = [mismatch.number(s.expected) for s in m.samples if s.actual not in mismatch.POISON_INTEGERS]
-    if not got or len(got) < len(m.samples) or any(v is None or not math.isfinite(v) or v != int(v)
-                                                   for v in got + want):
-        return set()
-    if all(g > w for g, w in zip(got, want)):  # type: ignore[operator]
-        return {"values:high"}
-    if all(g < w for g, w in zip(got, want)):  # type: ignore[operator]
-        return {"values:low"}
-    if len(m.samples) == m.bad and sum(got) == sum(want):  # type: ignore[arg-type]
-        return {"values:conserved"}
-    return set()
+def _counts_off(m: mismatch.Mismatch) -> set[str]:
+    """"values:high", "values:low" or "values:conserved" (mismatch.counts_off), or nothing."""
+    way = mismatch.counts_off(m)
+    return {f"values:{way}"} if way else set()
 
 
 def hint_for(category: Category | None, message: str, hints: tuple[Hint, ...] | None = None,

@@ -218,8 +218,7 @@ def _values(m: Mismatch) -> list[Pattern]:
             return [Pattern("misplaced", f"[{s.index}] holds the value that belongs at [{j}]: a result written at "
                                          "the wrong index (an offset missing or counted twice?)")]
     # Whole numbers (counts, keys) off both ways moved between places; floats are off both ways anyway.
-    counts = all(math.isfinite(v) and v == int(v) for v in got + want)
-    if counts and len(samples) >= 2 and any(g > w for g, w in zip(got, want)) and any(g < w for g, w in zip(got, want)):
+    if _whole(got + want) and len(samples) >= 2 and any(g > w for g, w in zip(got, want)) and any(g < w for g, w in zip(got, want)):
         return [Pattern("mixed", "some wrong elements are too large and others too small")]
     if m.total == 1 and len(samples) == 1:  # one result (a sum, a count): which way it is off says a lot
         g, w = got[0], want[0]
@@ -235,6 +234,31 @@ def _values(m: Mismatch) -> list[Pattern]:
         return [Pattern("result-far", f"the result is nowhere near what it should be {was}: not a few inputs lost "
                                       "or counted twice, but values that are no input at all")]
     return []
+
+
+def _whole(values: list[float | None]) -> bool:
+    """Every value a finite whole number: counts, sums of integers, keys (not floats, not junk)."""
+    return all(v is not None and math.isfinite(v) and v == int(v) for v in values)
+
+
+def counts_off(m: Mismatch) -> str:
+    """Which way whole-number outputs (counts, sums, keys; none still the poison) are off: "high" when every
+    wrong element shown is too large (counted extra: junk, a bin not zeroed, an item added twice), "low"
+    when every one is too small (lost), "conserved" when every wrong element is shown and they hold the
+    right total between them (counted into the wrong places); "" otherwise."""
+    if not m.samples or any(s.actual in POISON_INTEGERS for s in m.samples):
+        return ""
+    got, want = [number(s.actual) for s in m.samples], [number(s.expected) for s in m.samples]
+    if not _whole(got + want):
+        return ""
+    pairs = list(zip(got, want))
+    if all(g > w for g, w in pairs):  # type: ignore[operator]
+        return "high"
+    if all(g < w for g, w in pairs):  # type: ignore[operator]
+        return "low"
+    if len(m.samples) == m.bad and sum(got) == sum(want):  # type: ignore[arg-type]
+        return "conserved"
+    return ""
 
 
 def _amount(x: float) -> str:
