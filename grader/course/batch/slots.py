@@ -247,13 +247,13 @@ class BatchGrader:
                 self._references[device.index] = self._new_references(device)
             return self._references[device.index]
 
-    def time_references_ahead(self) -> list[threading.Thread]:
+    def time_references_ahead(self) -> None:
         """Each GPU of the batch times the references now, in a thread holding that GPU, while the slots
         build the first students: otherwise every GPU idles through its first student's build and then
         times them inside that student's grade. Nothing to time in a correctness-only batch or without a
         GPU."""
         if not self.perf or not self.gpu.available or self._reference_setup is None:
-            return []
+            return
 
         def time_on(device: GpuDevice | None) -> None:
             try:
@@ -267,12 +267,9 @@ class BatchGrader:
                 self.progress.fail(f"timing the references ahead failed ({type(err).__name__}: {err}); "
                                    "each GPU's first student times them")
 
-        threads = [threading.Thread(target=time_on, args=(device,), daemon=True,
-                                    name=f"cudalab-references-{device.index if device else 'gpu'}")
-                   for device in (self.devices or [None])]
-        for thread in threads:
-            thread.start()
-        return threads
+        for device in self.devices or [None]:  # daemon threads: nothing waits for them but the GPU they hold
+            threading.Thread(target=time_on, args=(device,), daemon=True,
+                             name=f"cudalab-references-{device.index if device else 'gpu'}").start()
 
     @property
     def reference_timings(self) -> list[ReferenceTimings]:
