@@ -29,16 +29,16 @@ def builder(lab_root: Path) -> FakeBuilder:
     return FakeBuilder(lab_root / "build" / "bin", {"lab01_student": spec(add_tests()), "lab01_solution": spec(add_tests())})
 
 
-def _recorded(monkeypatch, meet: threading.Barrier | None = None) -> list[tuple[str, str]]:
+def _recorded(monkeypatch, meet: threading.Barrier | None = None) -> list[str]:
     """Stand-ins that log what starts and ends: every test binary run (by filter) and every tool. meet:
     the first run and each tool wait there for one another (they can only pass it at the same time)."""
-    log: list[tuple[str, str]] = []
+    log: list[str] = []
     lock = threading.Lock()
     real_run = runs.run_binary
 
     def note(what: str) -> None:
         with lock:
-            log.append((threading.current_thread().name, what))
+            log.append(what)
 
     def run_binary(path, expected, timeout_s, **kw):
         what = f"run {kw.get('gtest_filter')}"
@@ -65,10 +65,6 @@ def _recorded(monkeypatch, meet: threading.Barrier | None = None) -> list[tuple[
     return log
 
 
-def _events(log: list[tuple[str, str]]) -> list[str]:
-    return [what for _, what in log]
-
-
 def test_the_tools_run_beside_the_correctness_tests(lab_root: Path, builder: FakeBuilder, monkeypatch) -> None:
     """Both tools and the first run must be under way at once to pass the barrier: run one after the
     other, the barrier times out and the grade fails. The perf run and the reference's timing start only
@@ -77,7 +73,7 @@ def test_the_tools_run_beside_the_correctness_tests(lab_root: Path, builder: Fak
     log = _recorded(monkeypatch, meet)
     lab = run_labs(lab_root, discover(lab_root), builder, BIG, RunOptions(sanitizer_tools=TOOLS),
                    Progress(stream=io.StringIO())).labs[0]
-    events = _events(log)
+    events = log
     assert not meet.broken
     assert [t.name for t in lab.tests if t.name.startswith("sanitizer.")] == ["sanitizer.memcheck", "sanitizer.racecheck"]
     assert all(t.status is Status.PASSED for t in lab.tests), [(t.name, t.status) for t in lab.tests]
@@ -98,7 +94,7 @@ def test_otherwise_the_stage_runs_after_the_run(lab_root: Path, builder: FakeBui
                                                 options) -> None:
     log = _recorded(monkeypatch)
     lab = run_labs(lab_root, discover(lab_root), builder, gpu, options, Progress(stream=io.StringIO())).labs[0]
-    events = _events(log)
+    events = log
     last_run = max(i for i, e in enumerate(events) if e.startswith("end run"))
     assert events.index("start memcheck") > last_run
     assert SANITIZE_BESIDE not in lab.seconds and "sanitize" in lab.seconds
@@ -110,7 +106,7 @@ def test_a_binary_that_did_not_build_is_not_sanitized_beside(lab_root: Path, bui
     builder.failures["lab01_student"] = "add.cu(3): error: expected a ';'"
     lab = run_labs(lab_root, discover(lab_root), builder, BIG, RunOptions(sanitizer_tools=TOOLS),
                    Progress(stream=io.StringIO())).labs[0]
-    assert not any(e.endswith(("memcheck", "racecheck")) for e in _events(log))
+    assert not any(e.endswith(("memcheck", "racecheck")) for e in log)
     got = [t for t in lab.tests if t.name.startswith("sanitizer.")]
     assert [t.status for t in got] == [Status.NOT_RUN] * 2
 
