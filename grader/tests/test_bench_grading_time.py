@@ -141,3 +141,30 @@ def test_a_next_grade_starts_from_edited_files_and_a_first_from_no_kept_timing(t
     (kept.parent / "lab05_solution").write_text("binary")
     assert grading_time.forget_reference_timings(tmp_path) == 1
     assert not kept.exists() and (kept.parent / "lab05_solution").exists()
+
+
+def test_the_first_failure_edits_the_graded_submission_and_puts_it_back(tmp_path: Path, monkeypatch) -> None:
+    """As a student's next grade: the bug goes into the submission graded before (its build configured),
+    the console's first failure and the tests' start are timed, and the file is restored afterwards."""
+    import argparse
+
+    where = grading_time.submission_of_references(ROOT, ["05"], tmp_path / "sub")
+    graded = where / "labs" / "05-tiled-matmul" / "matmul.cu"
+    original = graded.read_text()
+    seen: list[str] = []
+
+    def fake_grade(lab: str, submission: Path, report: Path, preset: str | None) -> list[str]:
+        assert submission == where  # the submission graded before, not a fresh folder
+        seen.append(graded.read_text())
+        script = "print('  .. building lab05_student'); print('  .. running lab05_student'); " \
+                 "print('  !! MatmulCorrectness.Fast/m64_n1000_k16 failed (details when lab05_student is done)')"
+        return [sys.executable, "-c", script]
+
+    monkeypatch.setattr(grading_time, "first_failure_command", fake_grade)
+    args = argparse.Namespace(root=ROOT, preset=None, labs=["05"])
+    text = grading_time.first_failures(args, ["05"], tmp_path / "ff", where)
+    assert len(seen) == 1 and seen[0] != original  # the bug was in the file while it was graded
+    assert graded.read_text() == original  # and the reference is back
+    row = [line for line in text.splitlines() if line.startswith("05-tiled-matmul")][0]
+    assert "MatmulCorrectness.Fast/m64_n1000_k16" in row and "none said" not in row
+    assert row.count(" s") >= 3  # tests start, first failure, whole grade
