@@ -14,6 +14,8 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -212,19 +214,41 @@ struct Problem {
 };
 
 // i-k-j order: the inner loop runs along rows of B and C, so it vectorizes. About 1 s per 10^9
-// multiply-adds on one core, hence the cache below (each problem is solved once per process).
+// multiply-adds on one core, hence the cache below (each problem is solved once per process) and the
+// rows shared out over up to kReferenceThreads cores: each thread owns whole rows of C, so every
+// element is summed in the same order as on one thread.
+constexpr unsigned kReferenceThreads = 16;
+constexpr double kThreadedMacs = 1e7;  // below this, starting threads costs more than it saves
+
 std::vector<double> matmul_reference(const std::vector<float>& a, const std::vector<float>& b, Dims d) {
   const std::size_t n = d.n;
   std::vector<double> c(static_cast<std::size_t>(d.m) * n, 0.0);
   const std::vector<double> b64(b.begin(), b.end());
-  for (int i = 0; i < d.m; ++i) {
-    double* c_row = &c[i * n];
-    for (int kk = 0; kk < d.k; ++kk) {
-      const double a_ik = a[static_cast<std::size_t>(i) * d.k + kk];
-      const double* b_row = &b64[kk * n];
-      for (std::size_t j = 0; j < n; ++j) c_row[j] += a_ik * b_row[j];
+  auto rows = [&](int first, int last) {
+    for (int i = first; i < last; ++i) {
+      double* c_row = &c[i * n];
+      for (int kk = 0; kk < d.k; ++kk) {
+        const double a_ik = a[static_cast<std::size_t>(i) * d.k + kk];
+        const double* b_row = &b64[kk * n];
+        for (std::size_t j = 0; j < n; ++j) c_row[j] += a_ik * b_row[j];
+      }
     }
+  };
+  const double macs = static_cast<double>(d.m) * d.n * d.k;
+  const unsigned workers = macs < kThreadedMacs ? 1u : std::clamp(std::thread::hardware_concurrency(), 1u, kReferenceThreads);
+  const int chunk = static_cast<int>((static_cast<unsigned>(d.m) + workers - 1) / workers);
+  std::vector<std::thread> pool;
+  int taken = 0;  // rows [0, taken) belong to a started thread
+  while (workers > 1 && taken < d.m) {
+    try {
+      pool.emplace_back(rows, taken, std::min(d.m, taken + chunk));
+    } catch (const std::system_error&) {
+      break;  // no more threads (a process limit): this thread computes the rest
+    }
+    taken = std::min(d.m, taken + chunk);
   }
+  rows(taken, d.m);
+  for (std::thread& t : pool) t.join();
   return c;
 }
 
