@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from grader.inspect.elf import ObjectFile, demangle
 from grader.model.labs import Lab, Technique
@@ -29,6 +30,7 @@ _FUNC_HEAD = re.compile(
 )
 _CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([A-Za-z_$][\w$]*)")
 _PTX_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_BRACE = re.compile(r"[{}]")
 
 
 def strip_ptx_comments(ptx: str) -> str:
@@ -50,23 +52,27 @@ def ptx_functions(ptx: str) -> dict[str, PtxFunction]:
         brace, semi = ptx.find("{", m.end()), ptx.find(";", m.end())
         if brace < 0 or (0 <= semi < brace):
             continue  # a declaration
-        depth, i = 0, brace
-        while i < len(ptx):
-            if ptx[i] == "{":
-                depth += 1
-            elif ptx[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        found[m.group(2)] = PtxFunction(m.group(2), m.group(1), ptx[m.start():i + 1])
+        depth, end = 0, len(ptx) - 1
+        for b in _BRACE.finditer(ptx, brace):  # brace by brace: a lab's PTX runs to megabytes
+            depth += 1 if b.group() == "{" else -1
+            if depth == 0:
+                end = b.start()
+                break
+        found[m.group(2)] = PtxFunction(m.group(2), m.group(1), ptx[m.start():end + 1])
     return found
+
+
+@lru_cache(maxsize=4)
+def _comment_free_functions(ptx: str) -> dict[str, PtxFunction]:
+    """ptx_functions of the PTX without comments, once per PTX: a lab checks several techniques on one file.
+    (Callers only read the result.)"""
+    return ptx_functions(strip_ptx_comments(ptx))
 
 
 def kernel_ptx(ptx: str, key: str) -> tuple[str, list[str]]:
     """The comment-free PTX of every kernel whose name contains key, with the device functions they call
     (transitively); and the names of those kernels."""
-    funcs = ptx_functions(strip_ptx_comments(ptx))
+    funcs = _comment_free_functions(ptx)
     kernels = [f for f in funcs.values() if f.kind == "entry" and key in f.name]
     seen: set[str] = set()
     parts: list[str] = []
