@@ -3,6 +3,7 @@ host. Used to pick a preset, to fill RunInfo, and by `doctor`."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -49,24 +50,22 @@ def _run(argv: list[str], timeout: float = PROBE_TIMEOUT_S, cwd: Path | None = N
 
 
 def probe_gpu() -> GpuProbe:
-    """A GPU is present when `nvidia-smi -L` succeeds and lists one."""
+    """A GPU is present when nvidia-smi lists one. One query (name, compute capability, memory) answers it
+    on a current driver; `nvidia-smi -L` is asked only when that query fails (an old driver's nvidia-smi
+    knows no compute_cap), for the name, or for why no GPU is listed. Each call costs a grade ~0.2 s."""
     if shutil.which("nvidia-smi") is None:
         return GpuProbe(False, reason="no NVIDIA driver")
+    code, out = _run(["nvidia-smi", "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"])
+    rows = [[f.strip() for f in ln.split(",")] for ln in out.splitlines() if ln.strip()] if code == 0 else []
+    if rows and len(rows[0]) >= 3 and rows[0][0] and re.fullmatch(r"\d+\.\d+", rows[0][1]):
+        sizes = [int(r[2]) for r in rows if len(r) >= 3 and r[2].isdigit()]
+        return GpuProbe(True, name=rows[0][0], compute_capability=rows[0][1], memory_mib=min(sizes, default=0))
     code, out = _run(["nvidia-smi", "-L"])
     if code != 0 or "GPU" not in out:
         line = next((ln.strip() for ln in out.splitlines() if ln.strip()), "no output")
         return GpuProbe(False, reason=f"nvidia-smi -L failed: {line[:160]}")
     name = out.splitlines()[0].split(":", 1)[-1].split("(UUID")[0].strip()
-    cc = ""
-    memory = 0
-    code, out = _run(["nvidia-smi", "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"])
-    if code == 0 and out.strip():
-        fields = [f.strip() for f in out.splitlines()[0].split(",")]
-        if len(fields) >= 2:
-            name, cc = fields[0] or name, fields[1]
-        sizes = [int(f[2]) for f in (ln.split(",") for ln in out.splitlines()) if len(f) >= 3 and f[2].strip().isdigit()]
-        memory = min(sizes, default=0)
-    return GpuProbe(True, name=name, compute_capability=cc, memory_mib=memory)
+    return GpuProbe(True, name=name)
 
 
 @dataclass(frozen=True)

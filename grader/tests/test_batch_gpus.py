@@ -101,6 +101,31 @@ def test_the_gpu_probe_reads_the_smallest_memory(monkeypatch) -> None:
     assert environment.probe_gpu().memory_mib == 0  # not known: nothing is planned on it
 
 
+def test_the_gpu_probe_asks_nvidia_smi_once(monkeypatch) -> None:
+    """Each nvidia-smi call costs a grade ~0.2 s before its first test: one query on a current driver; the
+    -L listing only when the query fails (an old driver), or to say why no GPU is there."""
+    monkeypatch.setattr(environment.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    asked: list[str] = []
+    answers = {"--query-gpu=name,compute_cap,memory.total": (0, "NVIDIA H200, 9.0, 143771\n"),
+               "-L": (0, "GPU 0: NVIDIA H200 (UUID: GPU-ccc)\n")}
+
+    def run(argv, **kw):
+        asked.append(argv[1])
+        return answers.get(argv[1], (1, ""))
+
+    monkeypatch.setattr(environment, "_run", run)
+    assert environment.probe_gpu() == environment.GpuProbe(True, "NVIDIA H200", "9.0", memory_mib=143771)
+    assert asked == ["--query-gpu=name,compute_cap,memory.total"]
+    asked.clear()
+    answers["--query-gpu=name,compute_cap,memory.total"] = (2, "Field \"compute_cap\" is not a valid field to query.\n")
+    assert environment.probe_gpu() == environment.GpuProbe(True, "NVIDIA H200")  # an old driver
+    assert asked == ["--query-gpu=name,compute_cap,memory.total", "-L"]
+    answers["--query-gpu=name,compute_cap,memory.total"] = (6, "No devices were found\n")
+    answers["-L"] = (6, "No devices were found\n")
+    probe = environment.probe_gpu()
+    assert not probe.available and probe.reason == "nvidia-smi -L failed: No devices were found"
+
+
 def test_the_pool_lends_each_gpu_per_gpu_times() -> None:
     pool = GpuPool([DEVICES[0], DEVICES[1]], per_gpu=2)
     assert pool.capacity == 4 and pool.pinned and not GpuPool([None]).pinned
