@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import select
 import signal
 import subprocess
 import sys
@@ -303,6 +304,25 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
+    """proc.wait(timeout_s), told of the exit at once: Popen.wait with a timeout polls, sleeping up to 50 ms
+    between looks, and a grade waits on a dozen builds and runs before its first test. On Linux a pidfd
+    becomes readable when the process exits. Raises subprocess.TimeoutExpired as Popen.wait does."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or the process is already reaped
+        return proc.wait(timeout=timeout_s)
+    try:
+        poller = select.poll()  # not select.select: a batch's grader may hold more than 1024 descriptors
+        poller.register(fd, select.POLLIN)
+        ready = poller.poll(max(timeout_s, 0.0) * 1000)
+    finally:
+        os.close(fd)
+    if not ready:
+        raise subprocess.TimeoutExpired(proc.args, timeout_s)
+    return proc.wait(timeout=KILL_GRACE_S)  # it has exited: the reap is immediate
+
+
 def _stop(proc: subprocess.Popen[bytes], confined: bool) -> None:
     """Take the run down: a confined run's supervisor first (it kills what escaped the group), then the group."""
     if confined:
@@ -374,7 +394,7 @@ def run(
         r.start()
     timed_out = False
     try:
-        returncode: int | None = proc.wait(timeout=timeout_s + (KILL_GRACE_S if confine is not None else 0))
+        returncode: int | None = wait_exit(proc, timeout_s + (KILL_GRACE_S if confine is not None else 0))
     except subprocess.TimeoutExpired:
         timed_out = True
         _stop(proc, confine is not None)

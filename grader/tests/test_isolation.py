@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from grader.execute import gtest
 from grader.isolate import process
@@ -248,3 +252,18 @@ def test_a_long_line_split_across_reads_gives_the_watcher_no_fragment() -> None:
     for chunk in (b"first\n" + long_line, b"\nlast\n"):  # the newline alone in the next read
         reader._lines(chunk)
     assert seen == ["first", "last"]
+def test_wait_exit_returns_the_code_or_times_out() -> None:
+    """process.run's wait: a pidfd tells it of the exit (no polling); the same contract as Popen.wait."""
+
+    done = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    assert process.wait_exit(done, 30) == 3
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait_exit(slow, 0.2)
+    finally:
+        slow.kill()
+        slow.wait()
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped already: the pidfd cannot be opened, Popen.wait answers
+    assert process.wait_exit(gone, 1) == 0
