@@ -13,7 +13,7 @@ n=$(echo $gpus | wc -w)
 one() { CUDA_VISIBLE_DEVICES=$1 $bin --gtest_filter="$F" > /dev/null 2>&1; }
 tools() { for t in memcheck racecheck synccheck; do CUDA_VISIBLE_DEVICES=$1 CUDALAB_SMALL=1 $cs --tool $t $bin --gtest_filter="-*Perf.*" > /dev/null 2>&1 & done; wait; }
 stamp() { date +%s.%N; }
-run() { local name=$1; shift; local s=$(stamp); "$@"; printf "%-40s %6.2f s\n" "$name" "$(echo "$(stamp) - $s" | bc)"; }
+run() { local name=$1; shift; local s=$(stamp); "$@"; awk -v n="$name" -v a="$s" -v b="$(stamp)" 'BEGIN { printf "%-40s %6.2f s\n", n, b - a }'; }
 (vmstat 1 > "${OUT:-/tmp}/vmstat.log" 2>&1 &) 
 run "alone, GPU 0" one 0
 run "alone, GPU 0 (again)" one 0
