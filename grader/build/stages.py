@@ -106,14 +106,18 @@ def existing(builder: Builder, target: str) -> BuildResult:
 
 def build_test_objects(labs: list[Lab], builders: Builders, progress: Progress) -> dict[str, list[str]]:
     """The test objects stage: per lab, notes on the test objects that did not build (the contract then
-    cannot be read)."""
+    cannot be read). In two halves, which a grade may run apart: the pristine tree's, then the graded code's."""
+    return build_code_test_objects(labs, builders, build_pristine_test_objects(labs, builders))
+
+
+def build_pristine_test_objects(labs: list[Lab], builders: Builders) -> dict[str, list[str]]:
+    """A submission's build links the pristine build's test objects (build/submission.py): they are built
+    there first (nothing to do where the build is the pristine one, or a batch built it already)."""
     notes: dict[str, list[str]] = {lab.name: [] for lab in labs}
     if not builders.build:
         return notes
     targets = {t: lab for lab in labs for t in test_object_targets(lab)}
     if builders.main is not builders.code and not builders.main_built and isinstance(builders.main, CMakeBuilder):
-        # A submission's build links the pristine build's test objects (build/submission.py): build them
-        # there first. Where they cannot be reused, the submission's build compiles its own below.
         code, _ = builders.main.run_build(*targets, jobs=max(builders.jobs, len(targets)))
         if code != 0:
             for target, lab in targets.items():
@@ -121,6 +125,16 @@ def build_test_objects(labs: list[Lab], builders: Builders, progress: Progress) 
                 if not built.ok:
                     notes[lab.name].append(f"the contract could not be read: {target} did not build in the "
                                            f"pristine tree ({built.message})")
+    return notes
+
+
+def build_code_test_objects(labs: list[Lab], builders: Builders, notes: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The test objects in the graded code's build (a no-op where it links the pristine tree's; where they
+    cannot be reused, compiled here); notes as build_pristine_test_objects gave them, with these added."""
+    notes = {lab.name: list(notes.get(lab.name, [])) for lab in labs}
+    if not builders.build:
+        return notes
+    targets = {t: lab for lab in labs for t in test_object_targets(lab)}
     builder = builders.code
     if len(targets) > 1 and isinstance(builder, CMakeBuilder):
         code, _ = builder.run_build(*targets, jobs=max(builders.jobs, len(targets)))
@@ -166,3 +180,17 @@ def build_references(labs: list[Lab], builders: Builders, progress: Progress,
     if not builders.build:
         return {t: existing(builders.main, t) for t in targets}
     return build_together(builders.main, targets, progress, builders.jobs, shown=shown)
+
+
+def build_links(linkable: list[Lab], labs: list[Lab], builders: Builders, progress: Progress,
+                shown: ShowFailure = _plain) -> tuple[dict[str, BuildResult], dict[str, BuildResult]]:
+    """The binaries stage (of linkable) and the references stage (of labs): where both link in one build
+    folder (a student's grade in place), in one CMake call, side by side; elsewhere one after the other."""
+    if not builders.build or builders.mode == "solution" or not isinstance(builders.main, CMakeBuilder):
+        return build_binaries(linkable, builders, progress, shown), build_references(labs, builders, progress, shown)
+    binaries = [bs.target for lab in linkable for bs in binary_sets(lab)]
+    references = [bs.reference for lab in labs for bs in binary_sets(lab) if bs.reference]
+    if not binaries or not references or any(builders.for_target(t) is not builders.main for t in binaries):
+        return build_binaries(linkable, builders, progress, shown), build_references(labs, builders, progress, shown)
+    built = build_together(builders.main, binaries + references, progress, builders.jobs, shown=shown)
+    return {t: built[t] for t in binaries}, {t: built[t] for t in references}

@@ -19,38 +19,9 @@ from grader.build.stages import Builders
 from grader.grade.prepare import PreparedLab, prepare
 from grader.intake.staging import StagedSubmission
 from grader.model.labs import Lab
-from grader.model.progress import Progress
+from grader.model.progress import HeldProgress, Progress, say
 
 MIN_CPUS = 4  # below this a build beside the tests would slow the tests more than it saves
-
-
-class HeldProgress(Progress):
-    """Progress lines kept to be said later, in order."""
-
-    def __init__(self) -> None:
-        super().__init__(quiet=True, color=False)
-        self.lines: list[tuple[str, str]] = []
-
-    def step(self, message: str) -> None:
-        self.lines.append(("step", message))
-
-    def ok(self, message: str) -> None:
-        self.lines.append(("ok", message))
-
-    def fail(self, message: str) -> None:
-        self.lines.append(("fail", message))
-
-    def note(self, message: str) -> None:
-        self.lines.append(("note", message))
-
-    def heading(self, message: str) -> None:
-        self.lines.append(("heading", message))
-
-
-def say(lines: list[tuple[str, str]], progress: Progress) -> None:
-    """Held lines said now, each as it was said."""
-    for kind, message in lines:
-        getattr(progress, kind)(message)
 
 
 @dataclass

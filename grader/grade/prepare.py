@@ -5,6 +5,9 @@ student's labs together in a build slot, outside the GPU's lock, and hands the r
   test objects → screen → object → inspect → binaries (+ references)
 
 With several labs, their screens run side by side, and so do their inspections (each lab's own files).
+A submission's grade builds the pristine tree's part (its test objects, then the references) in a thread
+while the screen and the object's compile run in the submission's build: none of it waits on the
+student's file, and it is joined before the inspection reads the test objects.
 
 Nothing of a student's file runs here, and nothing links that a refusal stopped: a lab refused by the
 intake, the screen or the inspection gets a Block, and its binaries a stand-in build.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -31,7 +34,7 @@ from grader.intake.staging import StagedSubmission
 from grader.model import hidden
 from grader.model.block import Block
 from grader.model.labs import Lab
-from grader.model.progress import Progress
+from grader.model.progress import HeldProgress, Progress, say
 from grader.model.results import BuildResult
 
 
@@ -66,24 +69,16 @@ def prepare(labs: list[Lab], builders: Builders, *, staged: StagedSubmission | N
     code_dir = builders.code_dir
     real = isinstance(getattr(builders.code, "inner", builders.code), CMakeBuilder)
     on = checks if checks is not None else real
+    refs: dict[str, BuildResult] | None = dict(references) if references is not None else None
     if on and code_dir is not None:
         open_labs = [lab for lab in labs if blocks[lab.name] is None]
-        for name, notes in build.build_test_objects(open_labs, builders, progress).items():
+        with _PristineAhead(open_labs, labs if refs is None else [], builders) as pristine:
+            failed, blocks = _screen_and_compile(open_labs, sources, blocks, prepared, builders, progress)
+            pristine_notes, ahead_refs = pristine.result(progress)
+        refs = refs if ahead_refs is None else ahead_refs
+        for name, notes in build.build_code_test_objects(open_labs, builders, pristine_notes).items():
             prepared[name].notes += notes
-        screened = _each(open_labs, lambda lab: static_checks.screen(lab, sources[lab.name], code_dir, mode, progress,
-                                                                     builders.unstage))
-        for lab, screening in zip(open_labs, screened):
-            prepared[lab.name].notes += screening.notes
-            blocks[lab.name] = screening.block
-            if screening.compile_error is not None:
-                failed[lab.name] = screening.compile_error
-                prepared[lab.name].builds.append(screening.compile_error)
-        to_compile = [lab for lab in open_labs if blocks[lab.name] is None and lab.name not in failed]
-        for name, compiled in build.build_objects(to_compile, builders, progress).items():
-            prepared[name].builds.append(compiled)
-            if not compiled.ok:
-                failed[name] = compiled
-        compiled_ok = [lab for lab in to_compile if lab.name not in failed]
+        compiled_ok = [lab for lab in open_labs if blocks[lab.name] is None and lab.name not in failed]
         inspected = _each(compiled_ok, lambda lab: static_checks.inspect(lab, sources[lab.name], code_dir, mode,
                                                                          progress))
         for lab, found in zip(compiled_ok, inspected):
@@ -99,11 +94,74 @@ def prepare(labs: list[Lab], builders: Builders, *, staged: StagedSubmission | N
     for lab in labs:
         prepared[lab.name].notes += [n for n in intake.notes(lab, mode, staged) if n not in prepared[lab.name].notes]
     linkable = [lab for lab in labs if blocks[lab.name] is None and lab.name not in failed]
-    linked = build.build_binaries(linkable, builders, progress, shown=_shown)
-    refs = dict(references) if references is not None else build.build_references(labs, builders, progress, _shown)
+    if refs is None:
+        linked, refs = build.build_links(linkable, labs, builders, progress, shown=_shown)
+    else:
+        linked = build.build_binaries(linkable, builders, progress, shown=_shown)
     for lab in labs:
         _binaries(prepared[lab.name], builders, blocks[lab.name], failed.get(lab.name), linked, refs)
     return prepared
+
+
+class _PristineAhead:
+    """The pristine tree's part of a submission's build, in a thread: its test objects, then (for ref_labs)
+    the reference binaries. Its progress lines are held and said when it is joined, so the console reads in
+    order. Where the pristine tree is the graded code's own build (a grade in place) nothing runs ahead: its
+    builds would only queue on that folder's lock behind the compile."""
+
+    def __init__(self, open_labs: list[Lab], ref_labs: list[Lab], builders: Builders) -> None:
+        self._open_labs, self._builders = open_labs, builders
+        self._held = HeldProgress()
+        self._pool: ThreadPoolExecutor | None = None
+        self._future: Future[tuple[dict[str, list[str]], dict[str, BuildResult] | None]] | None = None
+        apart = builders.build and builders.main is not builders.code and isinstance(builders.main, CMakeBuilder)
+        if apart and (ref_labs or not builders.main_built):
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pristine-build")
+            self._future = self._pool.submit(self._build, ref_labs)
+
+    def _build(self, ref_labs: list[Lab]) -> tuple[dict[str, list[str]], dict[str, BuildResult] | None]:
+        notes = build.build_pristine_test_objects(self._open_labs, self._builders)
+        refs = build.build_references(ref_labs, self._builders, self._held, _shown) if ref_labs else None
+        return notes, refs
+
+    def result(self, progress: Progress) -> tuple[dict[str, list[str]], dict[str, BuildResult] | None]:
+        """(notes on the pristine test objects, the references' builds or None when they were not built)."""
+        if self._future is None:
+            return build.build_pristine_test_objects(self._open_labs, self._builders), None
+        done = self._future.result()
+        say(self._held.lines, progress)
+        return done
+
+    def __enter__(self) -> _PristineAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:  # even when the main thread failed: no build is left running
+            self._pool.shutdown(wait=True)
+
+
+def _screen_and_compile(open_labs: list[Lab], sources: Mapping[str, list[Path]], blocks: dict[str, Block | None],
+                        prepared: dict[str, PreparedLab], builders: Builders,
+                        progress: Progress) -> tuple[dict[str, BuildResult], dict[str, Block | None]]:
+    """The screen, then the object of each lab it let through: (the labs whose object did not compile, the
+    blocks so far)."""
+    code_dir = builders.code_dir
+    mode = builders.mode
+    failed: dict[str, BuildResult] = {}
+    screened = _each(open_labs, lambda lab: static_checks.screen(lab, sources[lab.name], code_dir, mode, progress,
+                                                                 builders.unstage))
+    for lab, screening in zip(open_labs, screened):
+        prepared[lab.name].notes += screening.notes
+        blocks[lab.name] = screening.block
+        if screening.compile_error is not None:
+            failed[lab.name] = screening.compile_error
+            prepared[lab.name].builds.append(screening.compile_error)
+    to_compile = [lab for lab in open_labs if blocks[lab.name] is None and lab.name not in failed]
+    for name, compiled in build.build_objects(to_compile, builders, progress).items():
+        prepared[name].builds.append(compiled)
+        if not compiled.ok:
+            failed[name] = compiled
+    return failed, blocks
 
 
 def _each(labs: list[Lab], check: Callable[[Lab], T]) -> list[T]:

@@ -56,3 +56,32 @@ def _escape(text: str) -> str:
         return escape(text)
     except ImportError:  # pragma: no cover - only used with rich
         return text
+
+
+class HeldProgress(Progress):
+    """Progress lines kept to be said later, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(quiet=True, color=False)
+        self.lines: list[tuple[str, str]] = []
+
+    def step(self, message: str) -> None:
+        self.lines.append(("step", message))
+
+    def ok(self, message: str) -> None:
+        self.lines.append(("ok", message))
+
+    def fail(self, message: str) -> None:
+        self.lines.append(("fail", message))
+
+    def note(self, message: str) -> None:
+        self.lines.append(("note", message))
+
+    def heading(self, message: str) -> None:
+        self.lines.append(("heading", message))
+
+
+def say(lines: list[tuple[str, str]], progress: Progress) -> None:
+    """Held lines said now, each as it was said."""
+    for kind, message in lines:
+        getattr(progress, kind)(message)

@@ -69,6 +69,59 @@ def test_the_test_objects_build_in_the_pristine_tree_first(lab_root: Path) -> No
     assert notes[lab.name] and "did not build in the pristine tree" in notes[lab.name][0]
 
 
+def test_a_submissions_pristine_builds_run_beside_its_compile(lab_root: Path) -> None:
+    """The pristine tree's test objects and the reference's link wait on nothing of the student's file:
+    they build in a thread while the submission's screen and compile run, and their progress lines are
+    said, in order, when the grade joins them (before the inspection reads the test objects)."""
+    import io
+    import threading
+
+    from grader.grade.prepare import _PristineAhead
+
+    lab = discover(lab_root)[0]
+    calls: list[tuple[str, tuple[str, ...]]] = []
+    met = threading.Barrier(2, timeout=20)
+
+    class Pristine(_Recording):
+        def run_build(self, *targets: str, jobs: int | None = None, **limits) -> tuple[int, str]:
+            if targets == ("lab01_tests",):
+                met.wait()  # returns only while the grade's own thread waits at the barrier too
+            return super().run_build(*targets, jobs=jobs, **limits)
+
+    main, code = Pristine(lab_root, "main", calls), _Recording(lab_root, "code", calls)
+    out = io.StringIO()
+    with _PristineAhead([lab], [lab], Builders(main=main, code=code)) as ahead:
+        met.wait()  # the grade's thread (its compile) while the pristine build runs: both at once
+        notes, refs = ahead.result(Progress(stream=out, color=False))
+    assert notes == {lab.name: []} and refs is not None and refs["lab01_solution"].ok
+    assert calls == [("main", ("lab01_tests",)), ("main", ("lab01_solution",))]
+    assert out.getvalue().splitlines() == ["  .. building lab01_solution", "  ok built lab01_solution (0.0 s)"]
+    # A grade in place (the pristine build is the graded one): nothing ahead, the references come later.
+    calls.clear()
+    with _PristineAhead([lab], [lab], Builders(main=code, code=code)) as ahead:
+        notes, refs = ahead.result(Progress(stream=io.StringIO()))
+    assert refs is None and calls == []
+
+
+def test_a_grade_in_place_links_its_binaries_and_references_at_once(lab_root: Path) -> None:
+    """One build folder: the student's binaries and the reference's in one CMake call; a submission's
+    (two folders) one after the other, each in its own."""
+    from grader.build.stages import build_links
+
+    lab = discover(lab_root)[0]
+    calls: list[tuple[str, tuple[str, ...]]] = []
+    main, code = _Recording(lab_root, "main", calls), _Recording(lab_root, "code", calls)
+    linked, refs = build_links([lab], [lab], Builders(main=main, code=main), Progress(quiet=True))
+    assert calls == [("main", ("lab01_student", "lab01_solution"))]
+    assert linked["lab01_student"].ok and refs["lab01_solution"].ok
+    calls.clear()
+    linked, refs = build_links([lab], [lab], Builders(main=main, code=code), Progress(quiet=True))
+    assert calls == [("code", ("lab01_student",)), ("main", ("lab01_solution",))]
+    calls.clear()
+    linked, refs = build_links([], [lab], Builders(main=main, code=main), Progress(quiet=True))  # refused
+    assert linked == {} and calls == [("main", ("lab01_solution",))]
+
+
 def test_a_missing_pristine_object_is_the_graders_problem() -> None:
     log = ("ninja: error: '/c/build/ci/labs/07-scan/CMakeFiles/lab07_tests.dir/test_scan.cu.o', needed by "
            "'bin/lab07_student', missing and no known rule to make it\n")
