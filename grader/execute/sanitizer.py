@@ -191,10 +191,11 @@ def suites_of(binary: Path, env: Mapping[str, str] | None) -> list[str]:
 
 def in_parts(tool: str, whole: ToolRun, suites: list[str], gtest_filter: str,
              run_of: Callable[[str], ToolRun]) -> ToolRun:
-    """A tool run stopped for its host memory, again one test suite at a time. The tools keep records of
-    what they saw for the whole process (racecheck held over 8 GiB on lab 03's small tests with a race in
-    every block, an adversarial case), so a suite alone holds a part of it. Findings of every part count;
-    a part stopped again leaves the tool without a verdict, as the whole run had been."""
+    """A tool run stopped for its host memory, again one test suite at a time. With a race in every block
+    racecheck outgrew each limit it was given over lab 03's small tests (4.2 GiB, then 8.4 GiB: the
+    adversarial race case on an H200); its memory grows with what it saw in the process, so a suite alone
+    should hold a part of it (not yet measured). Findings of every part count; a part stopped again leaves
+    the tool without a verdict, as the whole run had been."""
     if len(suites) < 2:
         return whole
     parts = [run_of(f"{suite}.*{gtest_filter}") for suite in suites]  # gtest_filter is all negative: "-..."
