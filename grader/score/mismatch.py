@@ -178,6 +178,7 @@ def _positions(m: Mismatch, geometry: Mapping[str, int]) -> list[Pattern]:
 # for 15.2 is a value whose bytes were never all written).
 FEW_LOST = 1e-3
 MANY_TWICE = 4.0
+MANY_TIMES = 1000.0  # up to this many times the right sum: inputs counted over and over, or junk
 
 
 def _values(m: Mismatch) -> list[Pattern]:
@@ -231,6 +232,9 @@ def _values(m: Mismatch) -> list[Pattern]:
             return [Pattern("result-low", f"the result is {_amount(w - g)} below what it should be {was}")]
         if 1 < ratio <= MANY_TWICE:  # part of the inputs counted again
             return [Pattern("result-high", f"the result is {_amount(g - w)} above what it should be {was}")]
+        if MANY_TWICE < ratio <= MANY_TIMES:  # every block walking the whole input, say; or junk
+            return [Pattern("result-many", f"the result is about {ratio:,.0f} times what it should be {was}: far more "
+                                           "than a few inputs counted twice")]
         return [Pattern("result-far", f"the result is nowhere near what it should be {was}: not a few inputs lost "
                                       "or counted twice, but values that are no input at all")]
     return []
