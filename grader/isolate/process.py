@@ -304,6 +304,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+MAX_WAIT_S = 2_000_000.0  # poll()'s timeout is an int of milliseconds
+
+
 def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
     """proc.wait(timeout_s), told of the exit at once: Popen.wait with a timeout polls, sleeping up to 50 ms
     between looks, and a grade waits on a dozen builds and runs before its first test. On Linux a pidfd
@@ -315,10 +318,12 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
     try:
         poller = select.poll()  # not select.select: a batch's grader may hold more than 1024 descriptors
         poller.register(fd, select.POLLIN)
-        ready = poller.poll(max(timeout_s, 0.0) * 1000)
+        ready = poller.poll(min(max(timeout_s, 0.0), MAX_WAIT_S) * 1000)
     finally:
         os.close(fd)
     if not ready:
+        if timeout_s > MAX_WAIT_S:  # poll() takes at most ~24 days in milliseconds: wait the rest as before
+            return proc.wait(timeout=timeout_s - MAX_WAIT_S)
         raise subprocess.TimeoutExpired(proc.args, timeout_s)
     return proc.wait(timeout=KILL_GRACE_S)  # it has exited: the reap is immediate
 

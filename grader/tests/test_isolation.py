@@ -257,6 +257,8 @@ def test_wait_exit_returns_the_code_or_times_out() -> None:
 
     done = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     assert process.wait_exit(done, 30) == 3
+    endless = subprocess.Popen([sys.executable, "-c", "raise SystemExit(4)"])
+    assert process.wait_exit(endless, float("inf")) == 4  # no limit: poll()'s milliseconds must not overflow
     slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         with pytest.raises(subprocess.TimeoutExpired):
