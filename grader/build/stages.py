@@ -157,13 +157,23 @@ def build_objects(labs: list[Lab], builders: Builders, progress: Progress) -> di
     return {lab.name: built[target] for target, lab in targets.items()}
 
 
+def _binary_targets(labs: list[Lab], mode: str) -> list[str]:
+    """The test binaries of the graded code: the student's, or in solution mode the reference's."""
+    targets = [(None if bs.compiled else bs.reference) if mode == "solution" else bs.target
+               for lab in labs for bs in binary_sets(lab)]
+    return [t for t in targets if t]
+
+
+def _reference_targets(labs: list[Lab], mode: str) -> list[str]:
+    """The reference's binaries (none in solution mode: the reference is the graded code)."""
+    return [] if mode == "solution" else [bs.reference for lab in labs for bs in binary_sets(lab) if bs.reference]
+
+
 def build_binaries(labs: list[Lab], builders: Builders, progress: Progress,
                    shown: ShowFailure = _plain) -> dict[str, BuildResult]:
     """The binaries stage: the test binaries of the graded code (the student's, or in solution mode the
     reference's), by target."""
-    targets = [(None if bs.compiled else bs.reference) if builders.mode == "solution" else bs.target
-               for lab in labs for bs in binary_sets(lab)]
-    targets = [t for t in targets if t]
+    targets = _binary_targets(labs, builders.mode)
     if not builders.build:
         return {t: existing(builders.for_target(t), t) for t in targets}
     return build_together(builders.for_target(targets[0]) if targets else builders.code, targets, progress,
@@ -174,9 +184,7 @@ def build_references(labs: list[Lab], builders: Builders, progress: Progress,
                      shown: ShowFailure = _plain) -> dict[str, BuildResult]:
     """The references stage: the reference's binaries in the pristine tree (student mode only: in
     solution mode the reference is the graded code)."""
-    if builders.mode == "solution":
-        return {}
-    targets = [bs.reference for lab in labs for bs in binary_sets(lab) if bs.reference]
+    targets = _reference_targets(labs, builders.mode)
     if not builders.build:
         return {t: existing(builders.main, t) for t in targets}
     return build_together(builders.main, targets, progress, builders.jobs, shown=shown)
@@ -186,11 +194,9 @@ def build_links(linkable: list[Lab], labs: list[Lab], builders: Builders, progre
                 shown: ShowFailure = _plain) -> tuple[dict[str, BuildResult], dict[str, BuildResult]]:
     """The binaries stage (of linkable) and the references stage (of labs): where both link in one build
     folder (a student's grade in place), in one CMake call, side by side; elsewhere one after the other."""
-    if not builders.build or builders.mode == "solution" or not isinstance(builders.main, CMakeBuilder):
-        return build_binaries(linkable, builders, progress, shown), build_references(labs, builders, progress, shown)
-    binaries = [bs.target for lab in linkable for bs in binary_sets(lab)]
-    references = [bs.reference for lab in labs for bs in binary_sets(lab) if bs.reference]
-    if not binaries or not references or any(builders.for_target(t) is not builders.main for t in binaries):
-        return build_binaries(linkable, builders, progress, shown), build_references(labs, builders, progress, shown)
-    built = build_together(builders.main, binaries + references, progress, builders.jobs, shown=shown)
-    return {t: built[t] for t in binaries}, {t: built[t] for t in references}
+    binaries, references = _binary_targets(linkable, builders.mode), _reference_targets(labs, builders.mode)
+    one_folder = all(builders.for_target(t) is builders.main for t in binaries)
+    if builders.build and binaries and references and one_folder and isinstance(builders.main, CMakeBuilder):
+        built = build_together(builders.main, binaries + references, progress, builders.jobs, shown=shown)
+        return {t: built[t] for t in binaries}, {t: built[t] for t in references}
+    return build_binaries(linkable, builders, progress, shown), build_references(labs, builders, progress, shown)
