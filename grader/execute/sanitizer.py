@@ -181,7 +181,8 @@ def report_findings(result: TestResult, tool: str, findings: list[Finding], tota
 
 
 def suites_of(binary: Path, env: Mapping[str, str] | None) -> list[str]:
-    """The binary's test suites with a correctness test, in its order ([] when it cannot list them)."""
+    """The binary's test suites with a correctness test, in its order ([] when it cannot list them). Listed
+    from the binary, not taken from the lab's results: beside the run the stage starts before there are any."""
     try:
         names = runs.list_tests(binary, env=env)
     except Exception:  # noqa: BLE001 - no parts to run: the whole run's verdict stands
@@ -251,14 +252,15 @@ def sanitize(lab: Lab, graded: Graded | None, runner: Runner, *, tools: list[str
                             gtest_filter=gtest_filter, kernels=kernels_to_check(tool, own_kernels),
                             own_files=[Path(f).name for f in lab.student_files])
 
-        run = run_of(test_filter(lab, tool))
+        whole = test_filter(lab, tool)
+        run = run_of(whole)
         if run.result.properties.get(STOPPED) == "memory":
-            run = in_parts(tool, run, suites_of(graded.path, runner.env), test_filter(lab, tool), run_of)
+            run = in_parts(tool, run, suites_of(graded.path, runner.env), whole, run_of)
         (runner.progress.ok if run.result.status is Status.PASSED else runner.progress.fail)(
             f"{run.result.name}: {run.result.status.value}"
             + (f" ({len(run.findings)} distinct finding(s))" if run.findings else "")
         )
-        left_out = test_filter(lab, tool).removeprefix(CORRECTNESS_FILTER).strip(":")
+        left_out = whole.removeprefix(CORRECTNESS_FILTER).strip(":")
         if left_out:
             run.result.properties["sanitizer_left_out"] = left_out.replace(":", ", ")
             if run.result.status is Status.PASSED:
