@@ -73,8 +73,11 @@ def forbidden_header_globs(lab: Lab) -> list[str]:
 # --- the compiler's dependency list ----------------------------------------------------------------
 
 
-_DROP_WITH_VALUE = {"-o", "-MT", "-MF", "-MQ", "--output-file", "--dependency-output", "-MJ"}
-_DROP = {"-c", "--compile", "-MD", "-MMD", "-M", "-MM", "-MP", "-ptx", "--ptx", "-E"}
+# What the listing must not do: write an output, or nvcc's and the host compiler's intermediate files into
+# the folder where the object's compile, running beside it (grader/grade/prepare.py), keeps its own.
+_DROP_WITH_VALUE = {"-o", "-MT", "-MF", "-MQ", "--output-file", "--dependency-output", "-MJ", "--keep-dir", "-keep-dir"}
+_DROP = {"-c", "--compile", "-MD", "-MMD", "-M", "-MM", "-MP", "-ptx", "--ptx", "-E", "--keep", "-keep",
+         "--save-temps", "-save-temps"}
 
 
 def dependency_command(compile_command: list[str], out: Path) -> list[str]:

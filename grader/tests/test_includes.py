@@ -38,6 +38,14 @@ def test_dependency_command_drops_outputs() -> None:
     assert dependency_command(cmd, Path("/tmp/d")) == ["nvcc", "-O3", "a.cu", "-M", "-o", "/tmp/d"]
 
 
+def test_dependency_command_keeps_no_intermediate_files() -> None:
+    """The object compiles beside the listing and keeps its intermediate files (the PTX the technique checks
+    read): a listing that kept its own into the same folder would overwrite them mid-compile."""
+    cmd = ["nvcc", "-c", "a.cu", "-o", "a.o", "--keep", "--keep-dir=/b/k", "-keep", "-keep-dir", "/b/k",
+           "--save-temps", "-Xcompiler=-save-temps=obj"]
+    assert dependency_command(cmd, Path("/tmp/d")) == ["nvcc", "a.cu", "-M", "-o", "/tmp/d"]
+
+
 def _policy(source: Path) -> IncludePolicy:
     return IncludePolicy(str(ROOT), str(LAB03.path), (str(source),), ("/cuda/include", "/cuda/include/cccl"),
                          ("/usr/include",), ("thrust/*", "cub/*"))
