@@ -2,12 +2,13 @@
 labs at once. `grade` prepares one lab at a time (its results come as they are made); a batch prepares a
 student's labs together in a build slot, outside the GPU's lock, and hands the result to the run half.
 
-  test objects → screen → object → inspect → binaries (+ references)
+  test objects → screen | object → inspect → binaries (+ references)
 
 With several labs, their screens run side by side, and so do their inspections (each lab's own files).
 A submission's grade builds the pristine tree's part (its test objects, then the references) in a thread
 while the screen and the object's compile run in the submission's build: none of it waits on the
-student's file, and it is joined before the inspection reads the test objects.
+student's file, and it is joined before the inspection reads the test objects. The object compiles beside
+the screen; what the screen refused is dropped, its compile's lines and log unsaid.
 
 Nothing of a student's file runs here, and nothing links that a refusal stopped: a lab refused by the
 intake, the screen or the inspection gets a Block, and its binaries a stand-in build.
@@ -16,9 +17,10 @@ intake, the screen or the inspection gets a Block, and its binaries a stand-in b
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -143,25 +145,96 @@ class _PristineAhead:
 def _screen_and_compile(open_labs: list[Lab], sources: Mapping[str, list[Path]], blocks: dict[str, Block | None],
                         prepared: dict[str, PreparedLab], builders: Builders,
                         progress: Progress) -> tuple[dict[str, BuildResult], dict[str, Block | None]]:
-    """The screen, then the object of each lab it let through: (the labs whose object did not compile, the
-    blocks so far)."""
+    """The screen, and beside it the object of each lab: (the labs whose object did not compile, the blocks
+    so far). The compile starts with the screen (it takes seconds, the screen under one), and only what
+    the screen let through is kept: a refused lab's object is never inspected or linked, and its compile
+    said nothing (its output may quote a file it was not allowed to read)."""
     code_dir = builders.code_dir
     mode = builders.mode
     failed: dict[str, BuildResult] = {}
-    screened = _each(open_labs, lambda lab: static_checks.screen(lab, sources[lab.name], code_dir, mode, progress,
-                                                                 builders.unstage))
-    for lab, screening in zip(open_labs, screened):
-        prepared[lab.name].notes += screening.notes
-        blocks[lab.name] = screening.block
-        if screening.compile_error is not None:
-            failed[lab.name] = screening.compile_error
-            prepared[lab.name].builds.append(screening.compile_error)
-    to_compile = [lab for lab in open_labs if blocks[lab.name] is None and lab.name not in failed]
-    for name, compiled in build.build_objects(to_compile, builders, progress).items():
-        prepared[name].builds.append(compiled)
-        if not compiled.ok:
-            failed[name] = compiled
+    gate = _GatedProgress(progress)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="object-compile") as pool:
+        compiling = pool.submit(build.build_objects, open_labs, builders, gate)
+        try:
+            screened = _each(open_labs, lambda lab: static_checks.screen(lab, sources[lab.name], code_dir, mode,
+                                                                         progress, builders.unstage))
+        except BaseException:
+            gate.drop()
+            raise
+        for lab, screening in zip(open_labs, screened):
+            prepared[lab.name].notes += screening.notes
+            blocks[lab.name] = screening.block
+            if screening.compile_error is not None:
+                failed[lab.name] = screening.compile_error
+                prepared[lab.name].builds.append(screening.compile_error)
+        passed = [lab for lab in open_labs if blocks[lab.name] is None and lab.name not in failed]
+        if len(passed) == len(open_labs):
+            gate.open()
+        else:
+            gate.drop()
+        compiled = compiling.result()
+    for lab in passed:
+        result = compiled.get(lab.name)
+        if result is None:
+            continue
+        if gate.dropped:
+            # Compiled in one call with a refused lab's file: the log they share is left out.
+            result = replace(result, log="") if len(open_labs) > 1 else result
+            (progress.ok if result.ok else progress.fail)(
+                f"built {result.target} ({result.seconds:.1f} s)" if result.ok else f"{result.target}: {result.message}")
+        prepared[lab.name].builds.append(result)
+        if not result.ok:
+            failed[lab.name] = result
     return failed, blocks
+
+
+class _GatedProgress(Progress):
+    """The object compile's progress lines, beside the screen: held until every screen let its file
+    through, then said (and the later ones as they come); dropped for good when a screen refused one."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(quiet=True, color=False)
+        self._out = progress
+        self._lock = threading.Lock()
+        self._held: list[tuple[str, str]] = []
+        self._state = "held"
+
+    @property
+    def dropped(self) -> bool:
+        return self._state == "dropped"
+
+    def _line(self, kind: str, message: str) -> None:
+        with self._lock:
+            if self._state == "held":
+                self._held.append((kind, message))
+            elif self._state == "open":
+                getattr(self._out, kind)(message)
+
+    def open(self) -> None:
+        with self._lock:
+            if self._state == "held":
+                self._state = "open"
+                say(self._held, self._out)
+                self._held = []
+
+    def drop(self) -> None:
+        with self._lock:
+            self._state, self._held = "dropped", []
+
+    def step(self, message: str) -> None:
+        self._line("step", message)
+
+    def ok(self, message: str) -> None:
+        self._line("ok", message)
+
+    def fail(self, message: str) -> None:
+        self._line("fail", message)
+
+    def note(self, message: str) -> None:
+        self._line("note", message)
+
+    def heading(self, message: str) -> None:
+        self._line("heading", message)
 
 
 def _each(labs: list[Lab], check: Callable[[Lab], T]) -> list[T]:
