@@ -24,6 +24,7 @@ solution or skeleton, and expect.toml:
   absent = true                 no test may match the glob
   lab_message = "..."           text one of the lab's messages must contain
   implausible = "..."           text the perf test's implausible verdict must contain (no perf points)
+  unsaid = "..."                text neither the grade's console nor its results may hold (a leak)
   gpu = true                    checked only where a GPU ran the tests
 """
 
@@ -62,9 +63,12 @@ class Expectation:
     absent: bool = False
     lab_message: str = ""
     implausible: str = ""
+    unsaid: str = ""
     gpu: bool = False
 
     def describe(self) -> str:
+        if self.unsaid:
+            return f"nothing says {self.unsaid[:30]!r}"
         if self.lab_message:
             return f"lab message ~ {self.lab_message[:40]!r}"
         if self.implausible:
@@ -248,6 +252,10 @@ def check(case: Case, graded: Graded, gpu: bool) -> list[Check]:
     checks: list[Check] = []
     for e in case.expects:
         if e.gpu and not gpu:
+            continue
+        if e.unsaid:  # the console and results.json, which every other report is rendered from
+            said = e.unsaid in graded.log or e.unsaid in json.dumps(graded.results or {})
+            checks.append(Check(e, not said, "said" if said else "unsaid"))
             continue
         if lab is None:
             checks.append(Check(e, False, "no results.json"))
