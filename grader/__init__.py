@@ -8,7 +8,7 @@ carries it (run.grader_version), and CHANGELOG.md's newest entry names it.
 The subpackages, lowest layer first; a module imports only from its own package and from those before
 it (grader/tests/test_layering.py checks this on the source). docs/design.md draws them."""
 
-__version__ = "0.12.0"
+__version__ = "0.13.0"
 
 LAYERS = (
     "model",      # what a grade is made of: labs (lab.toml), results, visibility of hidden tests, errors
