@@ -17,7 +17,6 @@ intake, the screen or the inspection gets a Block, and its binaries a stand-in b
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -36,7 +35,7 @@ from grader.intake.staging import StagedSubmission
 from grader.model import hidden
 from grader.model.block import Block
 from grader.model.labs import Lab
-from grader.model.progress import HeldProgress, Progress, say
+from grader.model.progress import GatedProgress, HeldProgress, Progress, say
 from grader.model.results import BuildResult
 
 
@@ -152,7 +151,7 @@ def _screen_and_compile(open_labs: list[Lab], sources: Mapping[str, list[Path]],
     code_dir = builders.code_dir
     mode = builders.mode
     failed: dict[str, BuildResult] = {}
-    gate = _GatedProgress(progress)
+    gate = GatedProgress(progress)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="object-compile") as pool:
         compiling = pool.submit(build.build_objects, open_labs, builders, gate)
         try:
@@ -186,55 +185,6 @@ def _screen_and_compile(open_labs: list[Lab], sources: Mapping[str, list[Path]],
         if not result.ok:
             failed[lab.name] = result
     return failed, blocks
-
-
-class _GatedProgress(Progress):
-    """The object compile's progress lines, beside the screen: held until every screen let its file
-    through, then said (and the later ones as they come); dropped for good when a screen refused one."""
-
-    def __init__(self, progress: Progress) -> None:
-        super().__init__(quiet=True, color=False)
-        self._out = progress
-        self._lock = threading.Lock()
-        self._held: list[tuple[str, str]] = []
-        self._state = "held"
-
-    @property
-    def dropped(self) -> bool:
-        return self._state == "dropped"
-
-    def _line(self, kind: str, message: str) -> None:
-        with self._lock:
-            if self._state == "held":
-                self._held.append((kind, message))
-            elif self._state == "open":
-                getattr(self._out, kind)(message)
-
-    def open(self) -> None:
-        with self._lock:
-            if self._state == "held":
-                self._state = "open"
-                say(self._held, self._out)
-                self._held = []
-
-    def drop(self) -> None:
-        with self._lock:
-            self._state, self._held = "dropped", []
-
-    def step(self, message: str) -> None:
-        self._line("step", message)
-
-    def ok(self, message: str) -> None:
-        self._line("ok", message)
-
-    def fail(self, message: str) -> None:
-        self._line("fail", message)
-
-    def note(self, message: str) -> None:
-        self._line("note", message)
-
-    def heading(self, message: str) -> None:
-        self._line("heading", message)
 
 
 def _each(labs: list[Lab], check: Callable[[Lab], T]) -> list[T]:

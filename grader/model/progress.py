@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import TextIO
 
 
@@ -85,3 +86,53 @@ def say(lines: list[tuple[str, str]], progress: Progress) -> None:
     """Held lines said now, each as it was said."""
     for kind, message in lines:
         getattr(progress, kind)(message)
+
+
+class GatedProgress(Progress):
+    """Lines of work that runs before it is known whether they may be said (a lab file's compile beside
+    the include screen, grader/grade/prepare.py): held until open(), then said, and the later ones as
+    they come; after drop() none is ever said."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(quiet=True, color=False)
+        self._out = progress
+        self._lock = threading.Lock()
+        self._held: list[tuple[str, str]] = []
+        self._state = "held"
+
+    @property
+    def dropped(self) -> bool:
+        return self._state == "dropped"
+
+    def _line(self, kind: str, message: str) -> None:
+        with self._lock:
+            if self._state == "held":
+                self._held.append((kind, message))
+            elif self._state == "open":
+                getattr(self._out, kind)(message)
+
+    def open(self) -> None:
+        with self._lock:
+            if self._state == "held":
+                self._state = "open"
+                say(self._held, self._out)
+                self._held = []
+
+    def drop(self) -> None:
+        with self._lock:
+            self._state, self._held = "dropped", []
+
+    def step(self, message: str) -> None:
+        self._line("step", message)
+
+    def ok(self, message: str) -> None:
+        self._line("ok", message)
+
+    def fail(self, message: str) -> None:
+        self._line("fail", message)
+
+    def note(self, message: str) -> None:
+        self._line("note", message)
+
+    def heading(self, message: str) -> None:
+        self._line("heading", message)

@@ -15,7 +15,7 @@ from grader.grade import prepare as prep
 from grader.inspect.static_checks import Screening
 from grader.model.block import Block
 from grader.model.labs import discover
-from grader.model.progress import Progress
+from grader.model.progress import GatedProgress, Progress
 from grader.model.results import BuildResult, Category
 from grader.tests.conftest import FakeBuilder, write_lab
 
@@ -141,13 +141,13 @@ def test_a_failing_screen_leaves_no_compile_running(lab_root: Path, monkeypatch)
 
 def test_gated_lines_are_held_then_said_or_dropped() -> None:
     out = io.StringIO()
-    gate = prep._GatedProgress(Progress(stream=out))
+    gate = GatedProgress(Progress(stream=out))
     gate.step("building a")
     assert out.getvalue() == ""
     gate.open()
     gate.ok("built a")
     assert out.getvalue() == "  .. building a\n  ok built a\n"
-    dropped = prep._GatedProgress(Progress(stream=out))
+    dropped = GatedProgress(Progress(stream=out))
     dropped.step("building b")
     dropped.drop()
     dropped.fail("b: compile error")
