@@ -178,7 +178,7 @@ def _screen_and_compile(open_labs: list[Lab], sources: Mapping[str, list[Path]],
             continue
         if gate.dropped:
             # Compiled in one call with a refused lab's file: the log they share is left out.
-            result = replace(result, log="") if len(open_labs) > 1 else result
+            result = replace(result, log="")
             (progress.ok if result.ok else progress.fail)(
                 f"built {result.target} ({result.seconds:.1f} s)" if result.ok else f"{result.target}: {result.message}")
         prepared[lab.name].builds.append(result)

@@ -59,27 +59,40 @@ def _escape(text: str) -> str:
         return text
 
 
-class HeldProgress(Progress):
-    """Progress lines kept to be said later, in order."""
+class _Routed(Progress):
+    """Progress whose lines go to _line(kind, message) instead of a stream: the kinds below."""
 
     def __init__(self) -> None:
         super().__init__(quiet=True, color=False)
-        self.lines: list[tuple[str, str]] = []
+
+    def _line(self, kind: str, message: str) -> None:
+        raise NotImplementedError
 
     def step(self, message: str) -> None:
-        self.lines.append(("step", message))
+        self._line("step", message)
 
     def ok(self, message: str) -> None:
-        self.lines.append(("ok", message))
+        self._line("ok", message)
 
     def fail(self, message: str) -> None:
-        self.lines.append(("fail", message))
+        self._line("fail", message)
 
     def note(self, message: str) -> None:
-        self.lines.append(("note", message))
+        self._line("note", message)
 
     def heading(self, message: str) -> None:
-        self.lines.append(("heading", message))
+        self._line("heading", message)
+
+
+class HeldProgress(_Routed):
+    """Progress lines kept to be said later, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[tuple[str, str]] = []
+
+    def _line(self, kind: str, message: str) -> None:
+        self.lines.append((kind, message))
 
 
 def say(lines: list[tuple[str, str]], progress: Progress) -> None:
@@ -88,13 +101,13 @@ def say(lines: list[tuple[str, str]], progress: Progress) -> None:
         getattr(progress, kind)(message)
 
 
-class GatedProgress(Progress):
+class GatedProgress(_Routed):
     """Lines of work that runs before it is known whether they may be said (a lab file's compile beside
     the include screen, grader/grade/prepare.py): held until open(), then said, and the later ones as
     they come; after drop() none is ever said."""
 
     def __init__(self, progress: Progress) -> None:
-        super().__init__(quiet=True, color=False)
+        super().__init__()
         self._out = progress
         self._lock = threading.Lock()
         self._held: list[tuple[str, str]] = []
@@ -121,18 +134,3 @@ class GatedProgress(Progress):
     def drop(self) -> None:
         with self._lock:
             self._state, self._held = "dropped", []
-
-    def step(self, message: str) -> None:
-        self._line("step", message)
-
-    def ok(self, message: str) -> None:
-        self._line("ok", message)
-
-    def fail(self, message: str) -> None:
-        self._line("fail", message)
-
-    def note(self, message: str) -> None:
-        self._line("note", message)
-
-    def heading(self, message: str) -> None:
-        self._line("heading", message)
