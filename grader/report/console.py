@@ -30,7 +30,7 @@ from grader.report._format import (
     unit,
 )
 from grader.report.failures import group_failures
-from grader.report.standing import lab_standing, score_text, standing
+from grader.report.standing import build_label, lab_standing, score_text, standing
 from grader.model.results import Results, Status
 
 MAX_FAILURES_PER_LAB = 12
@@ -90,9 +90,9 @@ def _summary(results: Results) -> _Summary:
     s.setup = [clean_text(note) for note in setup]
 
     for lab in results.labs:
-        build_failed = any(not b.ok for b in lab.builds)
+        build = build_label(lab)
         # the marker goes first, so that cutting a long title never cuts it
-        name = f"{lab.number:02d} " + ("[build failed] " if build_failed else "") + clean_text(lab.title)
+        name = f"{lab.number:02d} " + (f"[{build}] " if build != "built" else "") + clean_text(lab.title)
         if len(name) > 52:
             name = name[:51] + "…"
         c = counts(lab.tests)
@@ -105,7 +105,7 @@ def _summary(results: Results) -> _Summary:
                     *(str(c[k]) for k in _COUNTED),
                 ],
                 [
-                    "red" if build_failed else "",
+                    "red" if build != "built" else "",
                     (_score_style(lab.score, lab.max_score) if graded.graded else "yellow") + " bold",
                     "",
                     "bold red" if c[Status.FAILED] else "",

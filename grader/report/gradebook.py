@@ -8,7 +8,7 @@ import csv
 import io
 
 from grader.report._format import clean_text, gpu_device, gpu_name
-from grader.report.standing import GRADED, NOT_GRADED_NO_GPU, lab_standing
+from grader.report.standing import GRADED, NOT_GRADED_NO_GPU, build_label, lab_standing
 from grader.model.results import Results
 
 COLUMNS = [
@@ -62,7 +62,7 @@ def render_csv(results: Results) -> str:
                 lab.not_run,
                 _num(sum(t.perf_earned for t in lab.tasks)) if graded else "",
                 _num(sum(t.perf_points for t in lab.tasks)),
-                "true" if all(b.ok for b in lab.builds) else "false",
+                "true" if build_label(lab) == "built" else "false",
                 run.mode,
                 _cell(run.submission),
                 _cell(run.commit),

@@ -41,7 +41,7 @@ from grader.report._format import (
     unit,
 )
 from grader.report.failures import group_failures
-from grader.report.standing import NOT_GRADED, lab_standing, standing
+from grader.report.standing import NOT_GRADED, build_label, lab_standing, standing
 from grader.model.results import CheckpointScore, LabResult, Perf, Results, Status, TestResult
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -154,7 +154,6 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
     if rest:
         groups.append(_group("Other tests" if groups else "All tests", False, rest))
     perf_tests = [t for t in lab.tests if t.perf is not None]
-    failed_builds = [b for b in lab.builds if not b.ok]
     return {
         "anchor": anchor,
         "id": lab_id(lab),
@@ -172,7 +171,7 @@ def _lab_view(lab: LabResult, mode: str) -> dict[str, Any]:
         "skipped": c[Status.SKIPPED],
         "not_run": c[Status.NOT_RUN],
         "total": sum(c.values()),
-        "build_ok": not failed_builds,
+        "build": build_label(lab),  # built, build failed, refused
         "messages": lab.messages,
         "tasks": [
             {

@@ -118,6 +118,12 @@ def compile_state(lab: LabResult) -> tuple[str, str]:
     return STATE_COMPILED, ""
 
 
+def build_label(lab: LabResult) -> str:
+    """What a report's build column says of a lab: "built", "build failed" or "refused"."""
+    state = compile_state(lab)[0]
+    return {STATE_COMPILED: "built", STATE_REFUSED: "refused"}.get(state, "build failed")
+
+
 def compiled(results: Results) -> bool:
     return all(compile_state(lab)[0] == STATE_COMPILED for lab in results.labs)
 
@@ -134,6 +140,7 @@ __all__ = [
     "NO_GPU",
     "ROW_STATUSES",
     "Standing",
+    "build_label",
     "compile_state",
     "compiled",
     "grade_record",

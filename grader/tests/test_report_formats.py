@@ -223,6 +223,29 @@ def test_console_plain(results: Results) -> None:
     assert "MatmulCorrectness.Tiled/1000 — wrong answer" in text
 
 
+def test_a_refused_file_is_said_refused_not_built(results: Results) -> None:
+    """A file the static checks turned away never built: the reports' build column must not say it did (the
+    reference's builds, which did, are not the student's)."""
+    from dataclasses import replace
+
+    from grader.model.results import BuildResult, Category, TestResult
+
+    lab = results.labs[1]
+    refused = replace(lab, builds=[BuildResult(target="lab05_solution", ok=True)],
+                      tests=[TestResult(name=t.name, status=Status.NOT_RUN, kind=t.kind, category=Category.FORBIDDEN_CALL,
+                                        message="the lab file was rejected: solutions/05-tiled-matmul/matmul.cu")
+                             for t in lab.tests])
+    one = replace(results, labs=[refused])
+    out = io.StringIO()
+    render_console(one, out)
+    assert f"{refused.number:02d} [refused] " in out.getvalue()
+    html = render_html(one)
+    assert "✗ refused" in html
+    # The only "built" left is the reference's own build, listed by its name.
+    assert html.count("✓ built") == html.count("✓ built</span> <code>lab05_solution</code>") == 1
+    assert next(csv.DictReader(io.StringIO(render_csv(one))))["build_ok"] == "false"
+
+
 def test_console_color_and_ascii(results: Results, monkeypatch: pytest.MonkeyPatch) -> None:
     results.labs[1].tests[3].message = "[bold]not markup[/bold] " + results.labs[1].tests[3].message
     out = io.StringIO()
