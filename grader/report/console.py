@@ -30,7 +30,7 @@ from grader.report._format import (
     unit,
 )
 from grader.report.failures import group_failures
-from grader.report.standing import build_label, lab_standing, score_text, standing
+from grader.report.standing import STATE_COMPILED, STATE_REFUSED, build_label, compile_state, lab_standing, score_text, standing
 from grader.model.results import Results, Status
 
 MAX_FAILURES_PER_LAB = 12
@@ -143,6 +143,9 @@ def _summary(results: Results) -> _Summary:
 
     for lab in results.labs:
         nn = f"  {lab.number:02d}  "
+        state, why = compile_state(lab)
+        if state == STATE_REFUSED and all(b.ok for b in lab.builds):  # first: why nothing of the file ran
+            s.problems.append(_Line(first_line(clean_text(why), 300) or "refused", "bold red", nn + "✗"))
         for b in lab.builds:
             if not b.ok:
                 msg = first_line(clean_text(b.message or b.log)) or "build failed"
@@ -158,8 +161,8 @@ def _summary(results: Results) -> _Summary:
                 s.problems.append(_Line(f"{nn}    {first_line(clean_text(g.test.hint), 600)}"))
         if len(groups) > MAX_FAILURES_PER_LAB:
             s.problems.append(_Line(f"{nn}… and {len(groups) - MAX_FAILURES_PER_LAB} more ways of failing"))
-        for task in lab.tasks:  # a big task's steps, once one fails: which step to work on
-            if any(not c.ok for c in task.checkpoints):
+        for task in lab.tasks:  # a big task's steps, once one fails: which step to work on (once it ran)
+            if state == STATE_COMPILED and any(not c.ok for c in task.checkpoints):
                 steps = " · ".join(step_text(c) for c in task.checkpoints)
                 s.problems.append(_Line(f"{nn}    {task.id} steps: {clean_text(steps)}"))
         if lab.answers is not None and lab.answers.checked and lab.answers.right < len(lab.answers.answers):

@@ -238,7 +238,12 @@ def test_a_refused_file_is_said_refused_not_built(results: Results) -> None:
     one = replace(results, labs=[refused])
     out = io.StringIO()
     render_console(one, out)
-    assert f"{refused.number:02d} [refused] " in out.getvalue()
+    text = out.getvalue()
+    assert f"{refused.number:02d} [refused] " in text
+    # The first problem says why; the task steps (all "the rest not run") are not listed for code that never ran.
+    problems = text.split("Problems\n", 1)[1].splitlines()
+    assert "✗ the lab file was rejected: solutions/05-tiled-matmul/matmul.cu" in problems[0]
+    assert not any(" steps: " in line for line in problems)
     html = render_html(one)
     assert "✗ refused" in html
     # The only "built" left is the reference's own build, listed by its name.
