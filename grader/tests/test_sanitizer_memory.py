@@ -131,7 +131,7 @@ def test_the_suites_of_a_binary_are_those_the_tools_filter_keeps(monkeypatch) ->
         "Hidden/VectorAddHiddenCorrectness.Fast/7", "VectorAddHugeCorrectness.GridStrideBeyond2To31"])
     assert sanitizer.suites_of(Path("/bin/true"), None, "-*Perf.*") == [
         "VectorAddCorrectness", "Hidden/VectorAddHiddenCorrectness", "VectorAddHugeCorrectness"]
-    # A suite the tool's own filter leaves out (lab 11's device-launched quicksort under racecheck) gets
+    # A suite the tool's own filter leaves out whole (a [sanitizer] skip glob in lab.toml) gets
     # no part of its own: it would run no test.
     assert sanitizer.suites_of(Path("/bin/true"), None, "-*Perf.*:*Huge*") == [
         "VectorAddCorrectness", "Hidden/VectorAddHiddenCorrectness"]
